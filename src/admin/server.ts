@@ -1,0 +1,120 @@
+/**
+ * The admin listener (cluster-internal): health, readiness, keys and limit
+ * state. JSON in and out; every /admin/* call needs the admin token.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { bearerToken } from '../auth/credentials.js';
+import type { KeyService } from './keys.js';
+import { KeyServiceError } from './keys.js';
+import type { FreeTierLimiter } from '../limits/free-tier.js';
+
+export interface AdminDeps {
+  log: Logger;
+  adminToken: string | null;
+  keys: KeyService;
+  freeTier: FreeTierLimiter;
+  /** True when the store answers and the config is loaded. */
+  ready: () => Promise<boolean>;
+  effectiveConfig: () => Record<string, unknown>;
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+  res.end(text);
+}
+
+function fail(res: ServerResponse, status: number, code: string, message: string): void {
+  json(res, status, { error: { code, message } });
+}
+
+const MAX_ADMIN_BODY = 64 * 1024;
+
+function readJson(req: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_ADMIN_BODY) {
+        reject(new KeyServiceError(413, 'body_too_large', `admin request bodies are limited to ${MAX_ADMIN_BODY} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      if (text.trim() === '') return resolve({});
+      try {
+        resolve(JSON.parse(text));
+      } catch {
+        reject(new KeyServiceError(400, 'invalid_json', 'request body is not valid JSON'));
+      }
+    });
+    req.on('error', reject);
+  });
+}
+
+export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: ServerResponse) => void {
+  const tokenDigest = d.adminToken ? createHash('sha256').update(d.adminToken).digest() : null;
+
+  function authorized(req: IncomingMessage): boolean {
+    if (!tokenDigest || req.headers.authorization === undefined) return false;
+    const given = createHash('sha256').update(bearerToken(req.headers.authorization)).digest();
+    return timingSafeEqual(given, tokenDigest);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://admin');
+    const path = url.pathname;
+    const method = req.method ?? 'GET';
+
+    if (path === '/healthz') return json(res, 200, { status: 'ok' });
+    if (path === '/readyz') {
+      const ok = await d.ready();
+      return json(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not ready' });
+    }
+    if (!path.startsWith('/admin/')) return fail(res, 404, 'not_found', 'no such admin endpoint');
+    if (!authorized(req)) {
+      return fail(res, 401, 'unauthorized', d.adminToken ? 'missing or wrong admin token' : 'the admin API is disabled: set SLUICE_ADMIN_TOKEN');
+    }
+
+    if (path === '/admin/keys' && method === 'POST') {
+      const body = await readJson(req);
+      const created = await d.keys.create(body);
+      d.log.info({ keyId: created.id, user: created.user }, 'key created');
+      return json(res, 201, created);
+    }
+    if (path === '/admin/keys' && method === 'GET') {
+      const user = url.searchParams.get('user');
+      if (!user) return fail(res, 400, 'missing_user', 'query parameter "user" is required');
+      return json(res, 200, { keys: await d.keys.list(user) });
+    }
+    const keyMatch = /^\/admin\/keys\/([^/]+)$/.exec(path);
+    if (keyMatch && method === 'DELETE') {
+      const removed = await d.keys.remove(decodeURIComponent(keyMatch[1]!));
+      if (!removed) return fail(res, 404, 'key_not_found', 'no key with that id');
+      d.log.info({ keyId: removed.id, user: removed.user }, 'key deleted');
+      res.writeHead(204);
+      return void res.end();
+    }
+    const limitMatch = /^\/admin\/users\/([^/]+)\/limits$/.exec(path);
+    if (limitMatch && method === 'GET') {
+      return json(res, 200, { freeTier: await d.freeTier.state(decodeURIComponent(limitMatch[1]!)) });
+    }
+    if (path === '/admin/config' && method === 'GET') return json(res, 200, d.effectiveConfig());
+    return fail(res, 404, 'not_found', 'no such admin endpoint');
+  }
+
+  return (req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (res.headersSent) return void res.destroy();
+      if (err instanceof KeyServiceError) return fail(res, err.status, err.code, err.message);
+      d.log.error({ err: err instanceof Error ? err.message : String(err) }, 'admin request failed');
+      fail(res, 503, 'store_unavailable', 'the store could not be reached');
+    });
+  };
+}

@@ -1,0 +1,171 @@
+/**
+ * Decides who a request is. Keys are looked up by hash through narrow key
+ * sources (sluice's own registry now; the relay's key store later), behind a
+ * small cache: a known key costs no store round trip, deletions anywhere evict
+ * at once through the store's change feed, and during a store outage a key seen
+ * recently keeps working while an unknown one cannot be judged.
+ */
+import type { Clock } from '../clock.js';
+import type { KeyChange, KeyRecord } from '../store/types.js';
+import { hashKey, sameHash } from './keys.js';
+
+export interface KeyIdentity {
+  id: string;
+  user: string;
+  hash: string;
+}
+
+/** A place keys can be looked up in. */
+export interface KeySource {
+  readonly name: string;
+  findByHash(hash: string): Promise<KeyIdentity | null>;
+  onChange?(listener: (change: KeyChange) => void): void;
+}
+
+export type AuthResult =
+  | { ok: true; identity: KeyIdentity; key: string }
+  | { ok: false; reason: 'missing' | 'invalid' | 'conflict' }
+  /** No source could answer: the key's validity is unknown. */
+  | { ok: false; reason: 'unavailable'; error: unknown };
+
+export interface AuthenticatorOptions {
+  /** How long a found key is trusted without asking the source again (deletions evict sooner). */
+  positiveTtlMs?: number;
+  /** How long an unknown key is remembered as unknown (creations evict sooner). */
+  negativeTtlMs?: number;
+  /** How long a key seen valid keeps authenticating while the sources are unreachable. */
+  staleTtlMs?: number;
+  maxEntries?: number;
+}
+
+interface Entry {
+  identity: KeyIdentity | null;
+  at: number;
+}
+
+export class Authenticator {
+  private readonly cache = new Map<string, Entry>();
+  private readonly inflight = new Map<string, Promise<KeyIdentity | null>>();
+  private readonly positiveTtl: number;
+  private readonly negativeTtl: number;
+  private readonly staleTtl: number;
+  private readonly maxEntries: number;
+  /** Bumped on every flush so that a lookup started before it cannot re-fill the cache with old news. */
+  private generation = 0;
+
+  constructor(
+    private readonly sources: readonly KeySource[],
+    private readonly clock: Clock,
+    opts: AuthenticatorOptions = {},
+  ) {
+    this.positiveTtl = opts.positiveTtlMs ?? 60_000;
+    this.negativeTtl = opts.negativeTtlMs ?? 2_000;
+    this.staleTtl = opts.staleTtlMs ?? 15 * 60_000;
+    this.maxEntries = opts.maxEntries ?? 50_000;
+    for (const s of sources) s.onChange?.((c) => this.onChange(c));
+  }
+
+  onChange(c: KeyChange): void {
+    this.generation++;
+    if (c.type === 'flush') this.cache.clear();
+    else this.cache.delete(c.hash);
+  }
+
+  /**
+   * Every presented key must be valid, and all must name the same key owner;
+   * a wrong key beside a valid one fails.
+   */
+  async authenticate(presented: readonly string[]): Promise<AuthResult> {
+    if (presented.length === 0) return { ok: false, reason: 'missing' };
+    let first: { identity: KeyIdentity; key: string } | null = null;
+    for (const key of presented) {
+      if (key === '' || key === 'sk-') return { ok: false, reason: 'invalid' };
+      let identity: KeyIdentity | null;
+      try {
+        identity = await this.lookup(hashKey(key));
+      } catch (error) {
+        return { ok: false, reason: 'unavailable', error };
+      }
+      if (!identity) return { ok: false, reason: 'invalid' };
+      if (!first) first = { identity, key };
+      else if (first.identity.user !== identity.user) return { ok: false, reason: 'conflict' };
+    }
+    return { ok: true, identity: first!.identity, key: first!.key };
+  }
+
+  private async lookup(hash: string): Promise<KeyIdentity | null> {
+    const now = this.clock.now();
+    const hit = this.cache.get(hash);
+    if (hit && now - hit.at < (hit.identity ? this.positiveTtl : this.negativeTtl)) return hit.identity;
+    let p = this.inflight.get(hash);
+    if (!p) {
+      p = this.fetch(hash, hit);
+      this.inflight.set(hash, p);
+      p.then(
+        () => this.inflight.delete(hash),
+        () => this.inflight.delete(hash),
+      );
+    }
+    return p;
+  }
+
+  private async fetch(hash: string, previous: Entry | undefined): Promise<KeyIdentity | null> {
+    const gen = this.generation;
+    let lastError: unknown = null;
+    for (const source of this.sources) {
+      let found: KeyIdentity | null;
+      try {
+        found = await source.findByHash(hash);
+      } catch (err) {
+        lastError = err;
+        continue;
+      }
+      if (found && sameHash(found.hash, hash)) {
+        this.remember(hash, found, gen);
+        return found;
+      }
+    }
+    if (lastError !== null) {
+      // Outage: a key seen valid recently keeps working; anything else is unknowable.
+      if (previous?.identity && this.clock.now() - previous.at < this.staleTtl) return previous.identity;
+      throw lastError;
+    }
+    this.remember(hash, null, gen);
+    return null;
+  }
+
+  private remember(hash: string, identity: KeyIdentity | null, gen: number): void {
+    // A change arrived while we were asking; our answer may predate it, so use it once and keep nothing.
+    if (gen !== this.generation) return;
+    if (this.cache.size >= this.maxEntries) {
+      // Maps iterate in insertion order: drop the oldest tenth.
+      let n = Math.ceil(this.maxEntries / 10);
+      for (const k of this.cache.keys()) {
+        this.cache.delete(k);
+        if (--n === 0) break;
+      }
+    }
+    this.cache.delete(hash);
+    this.cache.set(hash, { identity, at: this.clock.now() });
+  }
+
+  /** Forgets everything (tests, reloads). */
+  clear(): void {
+    this.onChange({ type: 'flush' });
+  }
+}
+
+/** sluice's own key registry, as a key source. */
+export function storeKeySource(store: {
+  findKeyByHash(hash: string): Promise<KeyRecord | null>;
+  onKeyChange(l: (c: KeyChange) => void): void;
+}): KeySource {
+  return {
+    name: 'sluice',
+    findByHash: async (hash) => {
+      const r = await store.findKeyByHash(hash);
+      return r ? { id: r.id, user: r.user, hash: r.hash } : null;
+    },
+    onChange: (l) => store.onKeyChange(l),
+  };
+}

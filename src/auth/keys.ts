@@ -1,0 +1,48 @@
+/**
+ * Key material. A key on the wire is `sk-<body>`; the `sk-` is optional and
+ * ignored when validating. Only SHA-256 of the body is ever stored: keys are
+ * long random strings, so a fast hash is not brute-forceable, and lookup by
+ * hash keeps the hot path to one map or Redis read.
+ */
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+
+export const KEY_PREFIX = 'sk-';
+
+/** The body of a key as it arrives: one leading `sk-` stripped, nothing else changed. */
+export function keyBody(raw: string): string {
+  return raw.startsWith(KEY_PREFIX) ? raw.slice(KEY_PREFIX.length) : raw;
+}
+
+export function hashKey(raw: string): string {
+  return createHash('sha256').update(keyBody(raw), 'utf8').digest('hex');
+}
+
+/** Constant-time equality of two hex digests. */
+export function sameHash(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'hex');
+  const y = Buffer.from(b, 'hex');
+  return x.length === y.length && x.length > 0 && timingSafeEqual(x, y);
+}
+
+/** A new key in wire form: `sk-` and 48 URL-safe random characters (288 bits). */
+export function generateKey(): string {
+  return KEY_PREFIX + randomBytes(36).toString('base64url');
+}
+
+export function newKeyId(): string {
+  return 'key_' + randomUUID().replace(/-/g, '').slice(0, 20);
+}
+
+/** Imported keys must look like keys: visible ASCII, no spaces, a sane length. */
+export function validImportedKey(raw: string): string | null {
+  const body = keyBody(raw);
+  if (body.length < 16) return 'an imported key must be at least 16 characters long (after its optional "sk-")';
+  if (body.length > 256) return 'an imported key must be at most 256 characters long';
+  if (!/^[\x21-\x7e]+$/.test(body)) return 'an imported key may hold only visible ASCII characters';
+  return null;
+}
+
+/** A short, non-reversible tag for logs: enough to correlate, useless to an attacker. */
+export function keyFingerprint(hash: string): string {
+  return hash.slice(0, 8);
+}

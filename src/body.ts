@@ -1,0 +1,58 @@
+/**
+ * Reads a request body into memory, bounded by `maxBodyBytes`: sluice must see
+ * the `model` before the relay does, and a body it has read is re-sent
+ * byte for byte.
+ */
+import type { IncomingMessage } from 'node:http';
+
+export type BodyResult =
+  | { ok: true; body: Buffer }
+  | { ok: false; reason: 'too-large' }
+  /** The client went away or sent a broken body; there is nobody to answer. */
+  | { ok: false; reason: 'aborted' };
+
+export function hasBody(req: IncomingMessage): boolean {
+  const te = req.headers['transfer-encoding'];
+  if (te !== undefined) return true;
+  const cl = req.headers['content-length'];
+  return cl !== undefined && cl !== '0';
+}
+
+export function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyResult> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > maxBytes) return Promise.resolve({ ok: false, reason: 'too-large' });
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = (r: BodyResult): void => {
+      if (done) return;
+      done = true;
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+      resolve(r);
+    };
+    const onData = (c: Buffer): void => {
+      size += c.length;
+      if (size > maxBytes) {
+        // Stop buffering; the caller answers 413 and closes the connection.
+        chunks.length = 0;
+        req.pause();
+        finish({ ok: false, reason: 'too-large' });
+        return;
+      }
+      chunks.push(c);
+    };
+    const onEnd = (): void => finish({ ok: true, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
+    const onError = (): void => finish({ ok: false, reason: 'aborted' });
+    const onClose = (): void => {
+      if (!req.complete) finish({ ok: false, reason: 'aborted' });
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
+}

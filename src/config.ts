@@ -1,0 +1,313 @@
+/**
+ * Settings: one schema, from an optional YAML file (`SLUICE_CONFIG`) and the
+ * environment (which wins), validated once at start-up. Every message names
+ * the offending key so an operator can fix it without reading code.
+ */
+import { readFileSync } from 'node:fs';
+import { BlockList, isIP } from 'node:net';
+import { parse as parseYaml } from 'yaml';
+import { ConfigError } from './errors.js';
+
+export interface IpLimitRule {
+  name: string;
+  /** Exact paths, or prefixes ending in `*`. First matching rule wins. */
+  paths: string[];
+  limit: number;
+  windowSeconds: number;
+}
+
+export interface FreeTierConfig {
+  perMinute: number;
+  windowSeconds: number;
+  perDay: number;
+  timeZone: string;
+  /** A model is free when its id ends with this suffix (unless `models` is set). */
+  modelSuffix: string;
+  /** Explicit list of free model ids; replaces the suffix rule when present. */
+  models: string[] | null;
+}
+
+export interface Config {
+  upstream: { url: URL; credential: string | null };
+  redisUrl: string | null;
+  host: string;
+  port: number;
+  adminHost: string;
+  adminPort: number;
+  adminToken: string | null;
+  maxBodyBytes: number;
+  trustedProxies: string[];
+  freeTier: FreeTierConfig;
+  ipLimits: IpLimitRule[];
+  logLevel: string;
+}
+
+export const DEFAULT_IP_LIMITS: readonly IpLimitRule[] = Object.freeze([
+  { name: 'usage-query', paths: ['/api/log/token', '/api/usage/token/'], limit: 20, windowSeconds: 1200 },
+  { name: 'api-and-dashboard', paths: ['/api/*', '/v1/dashboard/*'], limit: 360, windowSeconds: 180 },
+]);
+
+export const DEFAULTS = Object.freeze({
+  host: '0.0.0.0',
+  port: 8080,
+  adminHost: '0.0.0.0',
+  adminPort: 9090,
+  maxBodyBytes: 32 * 1024 * 1024,
+  freeTier: { perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null },
+  logLevel: 'info',
+});
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+type Raw = Record<string, unknown>;
+
+function isObject(v: unknown): v is Raw {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function checkKeys(obj: Raw, allowed: readonly string[], where: string): void {
+  for (const k of Object.keys(obj)) {
+    if (!allowed.includes(k)) {
+      throw new ConfigError(`unknown config key "${where}${k}" (allowed here: ${allowed.join(', ')})`);
+    }
+  }
+}
+
+function int(v: unknown, key: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const n = typeof v === 'string' && /^\s*-?\d+\s*$/.test(v) ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(`config key "${key}" must be an integer between ${min} and ${max}, got ${JSON.stringify(v)}`);
+  }
+  return n;
+}
+
+function str(v: unknown, key: string, { allowEmpty = false } = {}): string {
+  if (typeof v !== 'string' || (!allowEmpty && v.trim() === '')) {
+    throw new ConfigError(`config key "${key}" must be a non-empty string, got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+function strList(v: unknown, key: string): string[] {
+  if (!Array.isArray(v)) throw new ConfigError(`config key "${key}" must be a list of strings`);
+  return v.map((x, i) => str(x, `${key}[${i}]`));
+}
+
+function httpUrl(v: unknown, key: string): URL {
+  const s = str(v, key);
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    throw new ConfigError(`config key "${key}" is not a valid URL: ${JSON.stringify(s)}`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+    throw new ConfigError(`config key "${key}" must be an http:// or https:// URL, got ${u.protocol}`);
+  }
+  return u;
+}
+
+function redisUrl(v: unknown, key: string): string {
+  const s = str(v, key);
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    throw new ConfigError(`config key "${key}" is not a valid URL`);
+  }
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') {
+    throw new ConfigError(`config key "${key}" must be a redis:// or rediss:// URL, got ${u.protocol}`);
+  }
+  return s;
+}
+
+export function parseCidr(entry: string, key: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } {
+  const [addr = '', bits] = entry.trim().split('/');
+  const fam = isIP(addr);
+  if (fam === 0) throw new ConfigError(`config key "${key}" has an invalid address: ${JSON.stringify(entry)}`);
+  const max = fam === 4 ? 32 : 128;
+  const prefix = bits === undefined ? max : Number(bits);
+  if (!Number.isInteger(prefix) || prefix < 0 || prefix > max || (bits !== undefined && !/^\d+$/.test(bits))) {
+    throw new ConfigError(`config key "${key}" has an invalid prefix length: ${JSON.stringify(entry)}`);
+  }
+  return { address: addr, prefix, family: fam === 4 ? 'ipv4' : 'ipv6' };
+}
+
+function validTimeZone(tz: string, key: string): string {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+  } catch {
+    throw new ConfigError(`config key "${key}" is not a known IANA time zone: ${JSON.stringify(tz)}`);
+  }
+  return tz;
+}
+
+function freeTier(v: unknown): FreeTierConfig {
+  const d = DEFAULTS.freeTier;
+  if (v === undefined || v === null) return { ...d };
+  if (!isObject(v)) throw new ConfigError('config key "freeTier" must be a mapping');
+  checkKeys(v, ['perMinute', 'windowSeconds', 'perDay', 'timeZone', 'modelSuffix', 'models'], 'freeTier.');
+  if (v.modelSuffix !== undefined && v.models !== undefined) {
+    throw new ConfigError('config keys "freeTier.modelSuffix" and "freeTier.models" are exclusive: set one');
+  }
+  return {
+    perMinute: v.perMinute === undefined ? d.perMinute : int(v.perMinute, 'freeTier.perMinute', 1, 1_000_000),
+    windowSeconds: v.windowSeconds === undefined ? d.windowSeconds : int(v.windowSeconds, 'freeTier.windowSeconds', 1, 31 * 86400),
+    perDay: v.perDay === undefined ? d.perDay : int(v.perDay, 'freeTier.perDay', 1, 100_000_000),
+    timeZone: v.timeZone === undefined ? d.timeZone : validTimeZone(str(v.timeZone, 'freeTier.timeZone'), 'freeTier.timeZone'),
+    modelSuffix: v.modelSuffix === undefined ? d.modelSuffix : str(v.modelSuffix, 'freeTier.modelSuffix'),
+    models: v.models === undefined ? null : strList(v.models, 'freeTier.models'),
+  };
+}
+
+function ipLimits(v: unknown): IpLimitRule[] {
+  if (v === undefined || v === null) return DEFAULT_IP_LIMITS.map((r) => ({ ...r, paths: [...r.paths] }));
+  if (!Array.isArray(v)) throw new ConfigError('config key "ipLimits" must be a list of rules');
+  const names = new Set<string>();
+  return v.map((r: unknown, i) => {
+    const at = `ipLimits[${i}]`;
+    if (!isObject(r)) throw new ConfigError(`config key "${at}" must be a mapping`);
+    checkKeys(r, ['name', 'paths', 'limit', 'windowSeconds'], `${at}.`);
+    const name = str(r.name, `${at}.name`);
+    if (!/^[A-Za-z0-9_.-]+$/.test(name)) throw new ConfigError(`config key "${at}.name" may hold only letters, digits, "_", "-" and "."`);
+    if (names.has(name)) throw new ConfigError(`config key "${at}.name" repeats the rule name "${name}"`);
+    names.add(name);
+    const paths = strList(r.paths, `${at}.paths`);
+    if (paths.length === 0) throw new ConfigError(`config key "${at}.paths" must name at least one path`);
+    paths.forEach((p, j) => {
+      if (!p.startsWith('/')) throw new ConfigError(`config key "${at}.paths[${j}]" must start with "/"`);
+      if (p.indexOf('*') !== -1 && p.indexOf('*') !== p.length - 1) {
+        throw new ConfigError(`config key "${at}.paths[${j}]" may hold "*" only at its end (a prefix)`);
+      }
+    });
+    return {
+      name,
+      paths,
+      limit: int(r.limit, `${at}.limit`, 1, 100_000_000),
+      windowSeconds: int(r.windowSeconds, `${at}.windowSeconds`, 1, 31 * 86400),
+    };
+  });
+}
+
+/** Reads the YAML file named by `SLUICE_CONFIG` (JSON is valid YAML). */
+export function readConfigFile(path: string): Raw {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${path}: ${(err as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    throw new ConfigError(`config file ${path} is not valid YAML: ${(err as Error).message}`);
+  }
+  if (doc === null || doc === undefined) return {};
+  if (!isObject(doc)) throw new ConfigError(`config file ${path} must hold a mapping at its top level`);
+  return doc;
+}
+
+const FILE_KEYS = ['upstream', 'redis', 'host', 'port', 'adminHost', 'adminPort', 'maxBodyBytes', 'trustedProxies', 'freeTier', 'ipLimits', 'logLevel'] as const;
+
+export const ENV_VARS = {
+  SLUICE_CONFIG: 'path of the YAML/JSON config file',
+  SLUICE_UPSTREAM_URL: 'upstream.url',
+  SLUICE_UPSTREAM_CREDENTIAL: 'upstream.credential',
+  SLUICE_REDIS_URL: 'redis.url',
+  SLUICE_HOST: 'host',
+  SLUICE_PORT: 'port',
+  SLUICE_ADMIN_HOST: 'adminHost',
+  SLUICE_ADMIN_PORT: 'adminPort',
+  SLUICE_ADMIN_TOKEN: 'admin token (environment only)',
+  SLUICE_LOG_LEVEL: 'logLevel',
+} as const;
+
+/**
+ * Builds the effective config from a parsed file (may be empty) and the
+ * environment. Throws ConfigError naming the bad key.
+ */
+export function buildConfig(file: Raw, env: NodeJS.ProcessEnv): Config {
+  checkKeys(file, FILE_KEYS, '');
+  const up = file.upstream === undefined ? {} : file.upstream;
+  if (!isObject(up)) throw new ConfigError('config key "upstream" must be a mapping');
+  checkKeys(up, ['url', 'credential'], 'upstream.');
+  const rd = file.redis === undefined ? {} : file.redis;
+  if (!isObject(rd)) throw new ConfigError('config key "redis" must be a mapping');
+  checkKeys(rd, ['url'], 'redis.');
+
+  const e = (name: keyof typeof ENV_VARS): string | undefined => {
+    const v = env[name];
+    return v === undefined || v === '' ? undefined : v;
+  };
+
+  const upstreamRaw = e('SLUICE_UPSTREAM_URL') ?? up.url;
+  if (upstreamRaw === undefined) {
+    throw new ConfigError('SLUICE_UPSTREAM_URL is required: the base URL of the relay sluice fronts (e.g. http://127.0.0.1:3000)');
+  }
+  const upstreamKey = e('SLUICE_UPSTREAM_URL') ? 'SLUICE_UPSTREAM_URL' : 'upstream.url';
+  const credRaw = e('SLUICE_UPSTREAM_CREDENTIAL') ?? up.credential;
+  const redisRaw = e('SLUICE_REDIS_URL') ?? rd.url;
+  const trusted = file.trustedProxies === undefined ? [] : strList(file.trustedProxies, 'trustedProxies');
+  trusted.forEach((t, i) => parseCidr(t, `trustedProxies[${i}]`));
+  const logLevel = str(e('SLUICE_LOG_LEVEL') ?? file.logLevel ?? DEFAULTS.logLevel, 'logLevel');
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`config key "logLevel" must be one of ${LOG_LEVELS.join(', ')}`);
+
+  const cfg: Config = {
+    upstream: {
+      url: httpUrl(upstreamRaw, upstreamKey),
+      credential: credRaw === undefined ? null : str(credRaw, 'upstream.credential'),
+    },
+    redisUrl: redisRaw === undefined ? null : redisUrl(redisRaw, e('SLUICE_REDIS_URL') ? 'SLUICE_REDIS_URL' : 'redis.url'),
+    host: str(e('SLUICE_HOST') ?? file.host ?? DEFAULTS.host, 'host'),
+    port: int(e('SLUICE_PORT') ?? file.port ?? DEFAULTS.port, e('SLUICE_PORT') ? 'SLUICE_PORT' : 'port', 0, 65535),
+    adminHost: str(e('SLUICE_ADMIN_HOST') ?? file.adminHost ?? DEFAULTS.adminHost, 'adminHost'),
+    adminPort: int(e('SLUICE_ADMIN_PORT') ?? file.adminPort ?? DEFAULTS.adminPort, e('SLUICE_ADMIN_PORT') ? 'SLUICE_ADMIN_PORT' : 'adminPort', 0, 65535),
+    adminToken: e('SLUICE_ADMIN_TOKEN') ?? null,
+    maxBodyBytes: file.maxBodyBytes === undefined ? DEFAULTS.maxBodyBytes : int(file.maxBodyBytes, 'maxBodyBytes', 1, 2 ** 31 - 1),
+    trustedProxies: trusted,
+    freeTier: freeTier(file.freeTier),
+    ipLimits: ipLimits(file.ipLimits),
+    logLevel,
+  };
+  if (cfg.adminToken !== null && cfg.adminToken.length < 16) {
+    throw new ConfigError('SLUICE_ADMIN_TOKEN must be at least 16 characters long');
+  }
+  return cfg;
+}
+
+/** Loads the config the way `npm start` does. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const path = env.SLUICE_CONFIG;
+  const file = path ? readConfigFile(path) : {};
+  return buildConfig(file, env);
+}
+
+/** The effective config with secrets removed, for logs and the admin API. */
+export function publicConfig(cfg: Config): Record<string, unknown> {
+  return {
+    ...cfg,
+    upstream: { url: cfg.upstream.url.href, credential: cfg.upstream.credential ? '[set]' : null },
+    redisUrl: cfg.redisUrl ? redactUrl(cfg.redisUrl) : null,
+    adminToken: cfg.adminToken ? '[set]' : null,
+  };
+}
+
+export function redactUrl(u: string): string {
+  try {
+    const url = new URL(u);
+    if (url.password) url.password = '***';
+    return url.href;
+  } catch {
+    return '[invalid url]';
+  }
+}
+
+export function trustedProxyList(cidrs: readonly string[]): BlockList {
+  const list = new BlockList();
+  cidrs.forEach((c, i) => {
+    const { address, prefix, family } = parseCidr(c, `trustedProxies[${i}]`);
+    list.addSubnet(address, prefix, family);
+  });
+  return list;
+}

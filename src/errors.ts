@@ -1,0 +1,97 @@
+/**
+ * The catalogue of every answer sluice gives on its own behalf, with stable
+ * codes and statuses (in the spirit of Fastify's errors.js). Bodies follow the
+ * relay's shape byte for byte: Go's encoder sorts keys, so `code`, `message`,
+ * `type`; the message ends with `(request id: <id>)`.
+ */
+import type { ServerResponse } from 'node:http';
+
+export interface ErrorSpec {
+  readonly status: number;
+  /** `error.code` in the body; empty for authentication failures, as the relay does. */
+  readonly code: string;
+  readonly type: string;
+  readonly message: string;
+  /** When false the answer has an empty body (the per-IP 429 of the contract). */
+  readonly json: boolean;
+}
+
+const spec = (status: number, code: string, message: string, type = 'new_api_error', json = true): ErrorSpec =>
+  Object.freeze({ status, code, type, message, json });
+
+export const Errors = Object.freeze({
+  /** Contract §2/§5: the text says authentication did not pass, that the error alone cannot tell whether the gateway key or an upstream credential is at fault, and that it does not prove the key invalid. */
+  UNAUTHORIZED: spec(
+    401,
+    '',
+    '请求认证未通过：仅凭此错误无法判断是网关 API 密钥还是上游凭据的问题，也不能证明该密钥无效，请检查所用的认证头与密钥',
+  ),
+  FREE_TIER_RATE_LIMITED: spec(
+    429,
+    'free_tier_rate_limited',
+    'Free-tier rate limit exceeded: at most {limit} requests per {window} seconds across all free models. Retry after {retryAfter} seconds, or switch to the paid counterpart of the model for stable use.',
+  ),
+  FREE_TIER_DAILY_EXHAUSTED: spec(
+    402,
+    'free_tier_daily_exhausted',
+    'Free-tier daily limit of {limit} requests reached across all free models; it resets at 00:00 {timeZone}. Switch to the paid counterpart of the model for stable use.',
+  ),
+  FREE_TIER_EXHAUSTED: spec(
+    402,
+    'free_tier_exhausted',
+    'The upstream free tier is momentarily rate limited at peak times (unrelated to your daily limit). Back off 30 to 60 seconds, then retry, or switch to the paid counterpart of the model.',
+  ),
+  IP_RATE_LIMITED: spec(429, 'ip_rate_limited', '', 'new_api_error', false),
+  BODY_TOO_LARGE: spec(413, 'request_body_too_large', 'Request body exceeds the limit of {limit} bytes.'),
+  UNSUPPORTED_ENCODING: spec(415, 'unsupported_content_encoding', 'Request body cannot be inspected: {reason}.'),
+  BAD_REQUEST: spec(400, 'invalid_request', 'Invalid request: {reason}.'),
+  UPSTREAM_UNREACHABLE: spec(502, 'upstream_unreachable', 'The upstream relay could not be reached or failed before answering.'),
+  STORE_UNAVAILABLE: spec(503, 'store_unavailable', 'The gateway cannot reach its key and limit store right now; retry shortly.'),
+  INTERNAL: spec(500, 'internal_error', 'The gateway failed to handle this request.'),
+  SHUTTING_DOWN: spec(503, 'shutting_down', 'The gateway is shutting down; retry on another instance.'),
+} as const);
+
+export type ErrorName = keyof typeof Errors;
+
+export function formatMessage(template: string, params: Record<string, string | number> = {}): string {
+  return template.replace(/\{(\w+)\}/g, (m, k: string) => (k in params ? String(params[k]) : m));
+}
+
+/** The exact body bytes the relay would write for this error. */
+export function errorBody(err: ErrorSpec, requestId: string, params?: Record<string, string | number>): string {
+  const message = `${formatMessage(err.message, params)} (request id: ${requestId})`;
+  // JSON.stringify keeps insertion order, which is Go's sorted order here.
+  return JSON.stringify({ error: { code: err.code, message, type: err.type } });
+}
+
+export interface SendErrorOptions {
+  params?: Record<string, string | number>;
+  headers?: Record<string, string>;
+  /** Close the connection afterwards (the request body was not read). */
+  close?: boolean;
+}
+
+export function sendError(res: ServerResponse, err: ErrorSpec, requestId: string, opts: SendErrorOptions = {}): void {
+  if (res.headersSent || res.destroyed) {
+    res.destroy();
+    return;
+  }
+  const headers: Record<string, string | number> = { 'x-oneapi-request-id': requestId, ...opts.headers };
+  if (opts.close) headers['connection'] = 'close';
+  if (!err.json) {
+    headers['content-length'] = 0;
+    res.writeHead(err.status, headers);
+    res.end();
+    return;
+  }
+  const body = errorBody(err, requestId, opts.params);
+  headers['content-type'] = 'application/json';
+  headers['content-length'] = Buffer.byteLength(body);
+  res.writeHead(err.status, headers);
+  res.end(body);
+}
+
+/** A start-up problem an operator must fix; the message names the setting. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}

@@ -1,0 +1,90 @@
+/**
+ * Header rewriting in both directions. Pure functions over header objects so
+ * the rules are testable without sockets.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+
+/** RFC 9110 §7.6.1 hop-by-hop fields, plus the proxy-* family and legacy ones. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'trailers',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+]);
+
+/** Field names the `Connection` header declares hop-by-hop. */
+function connectionTokens(value: string | string[] | undefined): Set<string> {
+  const out = new Set<string>();
+  if (value === undefined) return out;
+  for (const part of Array.isArray(value) ? value : [value]) {
+    for (const t of part.split(',')) {
+      const name = t.trim().toLowerCase();
+      if (name) out.add(name);
+    }
+  }
+  return out;
+}
+
+export function isHopByHop(name: string): boolean {
+  return HOP_BY_HOP.has(name) || name.startsWith('proxy-');
+}
+
+export interface OutgoingAuth {
+  /** Value for the relay's `Authorization` header. */
+  authorization: string;
+  /** The client address sluice decided on. */
+  clientIp: string;
+  /** Length of the buffered body, or null when there is none. */
+  bodyLength: number | null;
+}
+
+/**
+ * Rewrites the client's headers, in place, into what the relay receives:
+ * hop-by-hop fields gone, the key moved into `Authorization`, and
+ * `X-Forwarded-For` naming exactly the address sluice decided on.
+ */
+export function prepareRequestHeaders(headers: IncomingHttpHeaders, auth: OutgoingAuth): void {
+  const declared = connectionTokens(headers.connection);
+  for (const name of Object.keys(headers)) {
+    if (isHopByHop(name) || declared.has(name)) delete headers[name];
+  }
+  delete headers['x-api-key'];
+  delete headers['x-goog-api-key'];
+  // The relay trusts the left-most X-Forwarded-For value, so no client-chosen one may survive.
+  delete headers['x-real-ip'];
+  delete headers['forwarded'];
+  headers['x-forwarded-for'] = auth.clientIp;
+  headers.authorization = auth.authorization;
+  if (auth.bodyLength === null) {
+    delete headers['content-length'];
+  } else {
+    headers['content-length'] = String(auth.bodyLength);
+  }
+  // A forwarded `Expect: 100-continue` would stall: the body is already read.
+  delete headers.expect;
+}
+
+/** Filters a raw header list (name, value, name, value, ...) of the relay's response. */
+export function filterResponseHeaders(raw: readonly string[]): string[] {
+  let declared: Set<string> | null = null;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.length === 10 && raw[i]!.toLowerCase() === 'connection') {
+      declared ??= new Set();
+      for (const t of connectionTokens(raw[i + 1])) declared.add(t);
+    }
+  }
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (isHopByHop(name) || declared?.has(name)) continue;
+    out.push(raw[i]!, raw[i + 1]!);
+  }
+  return out;
+}

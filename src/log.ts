@@ -1,0 +1,33 @@
+/**
+ * pino, with every place a key or credential could appear redacted. Keys are
+ * never logged; a user id and a key id are enough to follow a request.
+ */
+import pino, { type Logger } from 'pino';
+
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers["x-goog-api-key"]',
+  'headers.authorization',
+  'headers["x-api-key"]',
+  'headers["x-goog-api-key"]',
+  'key',
+  '*.key',
+  'credential',
+  '*.credential',
+  'adminToken',
+  '*.adminToken',
+  'token',
+];
+
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { svc: 'sluice' },
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    destination,
+  );
+}

@@ -1,0 +1,75 @@
+/**
+ * Which model a request asks for, read the way the relay will read it.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { decodeBody } from './decode.js';
+import { modelFromPath } from './path.js';
+import { scanModel } from './scan.js';
+
+export type ModelResult =
+  | { ok: true; model: string | null }
+  | { ok: false; status: 400 | 413 | 415; reason: string };
+
+const NONE: ModelResult = { ok: true, model: null };
+
+/**
+ * Native generative-content endpoints carry the model in the path; every POST
+ * under /v1/ may carry it in its JSON body. A compressed body is decoded for
+ * inspection so that compression cannot skip the free-tier check.
+ */
+export function requestedModel(method: string, path: string, headers: IncomingHttpHeaders, body: Buffer | null, maxBytes: number): ModelResult {
+  const fromPath = modelFromPath(path);
+  if (fromPath !== undefined) return { ok: true, model: fromPath };
+  if (method !== 'POST' || !path.startsWith('/v1/') || body === null || body.length === 0) return NONE;
+  const decoded = decodeBody(body, headers['content-encoding'], maxBytes);
+  if (!decoded.ok) return { ok: false, status: decoded.status, reason: decoded.reason };
+  const scan = scanModel(decoded.body);
+  switch (scan.kind) {
+    case 'found':
+      return { ok: true, model: scan.model };
+    case 'absent':
+      return NONE;
+    case 'not-object':
+      return formModel(headers['content-type'], decoded.body);
+    case 'invalid':
+      return { ok: false, status: 400, reason: `request body is not valid JSON (${scan.reason})` };
+  }
+}
+
+/**
+ * The relay also binds form bodies (gin's form binding takes the first value),
+ * so a free model must not slip through as a form field.
+ */
+function formModel(contentType: string | undefined, body: Buffer): ModelResult {
+  const ct = (contentType ?? '').toLowerCase();
+  if (ct.startsWith('application/x-www-form-urlencoded')) {
+    const v = new URLSearchParams(body.toString('latin1')).get('model');
+    return { ok: true, model: v === null ? null : Buffer.from(v, 'latin1').toString('utf8') };
+  }
+  if (ct.startsWith('multipart/form-data')) {
+    return { ok: true, model: multipartField(ct, body, 'model') };
+  }
+  return NONE;
+}
+
+function multipartField(contentType: string, body: Buffer, field: string): string | null {
+  const m = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType);
+  const boundary = m?.[1] ?? m?.[2];
+  if (!boundary) return null;
+  const delim = Buffer.from(`--${boundary}`);
+  let pos = body.indexOf(delim);
+  while (pos !== -1) {
+    const headStart = pos + delim.length + 2; // past CRLF
+    const headEnd = body.indexOf('\r\n\r\n', headStart);
+    if (headEnd === -1) return null;
+    const head = body.toString('latin1', headStart, headEnd);
+    const next = body.indexOf(delim, headEnd + 4);
+    const name = /content-disposition:[^\r\n]*\bname="([^"]*)"/i.exec(head)?.[1];
+    if (name === field && !/filename=/i.test(head)) {
+      const end = next === -1 ? body.length : next - 2; // strip the CRLF before the delimiter
+      return body.toString('utf8', headEnd + 4, Math.max(headEnd + 4, end));
+    }
+    pos = next;
+  }
+  return null;
+}

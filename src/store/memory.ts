@@ -1,0 +1,166 @@
+/**
+ * The embedded store: the same semantics as the Redis store, in this process.
+ * Only correct for a single replica; start-up warns about that.
+ */
+import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, Store } from './types.js';
+
+interface Counter {
+  count: number;
+  expiresAt: number;
+}
+
+export class MemoryStore implements Store {
+  readonly kind = 'memory' as const;
+  private readonly byHash = new Map<string, KeyRecord>();
+  private readonly byId = new Map<string, KeyRecord>();
+  /** Admission times per window key, ascending. */
+  private readonly windows = new Map<string, { windowMs: number; times: number[] }>();
+  private readonly counters = new Map<string, Counter>();
+  private readonly listeners: Array<(c: KeyChange) => void> = [];
+  private sweepAt = 0;
+
+  async createKey(rec: KeyRecord): Promise<boolean> {
+    if (this.byHash.has(rec.hash) || this.byId.has(rec.id)) return false;
+    const copy = { ...rec };
+    this.byHash.set(rec.hash, copy);
+    this.byId.set(rec.id, copy);
+    this.emit({ type: 'created', hash: rec.hash });
+    return true;
+  }
+
+  async findKeyByHash(hash: string): Promise<KeyRecord | null> {
+    const r = this.byHash.get(hash);
+    return r ? { ...r } : null;
+  }
+
+  async deleteKey(id: string): Promise<KeyRecord | null> {
+    const r = this.byId.get(id);
+    if (!r) return null;
+    this.byId.delete(id);
+    this.byHash.delete(r.hash);
+    this.emit({ type: 'deleted', hash: r.hash });
+    return { ...r };
+  }
+
+  async listKeys(user: string): Promise<KeyRecord[]> {
+    return [...this.byId.values()]
+      .filter((r) => r.user === user)
+      .map((r) => ({ ...r }))
+      .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+  }
+
+  onKeyChange(listener: (change: KeyChange) => void): void {
+    this.listeners.push(listener);
+  }
+
+  private emit(c: KeyChange): void {
+    for (const l of this.listeners) l(c);
+  }
+
+  async consume(checks: readonly LimitCheck[], nowMs: number, _member: string): Promise<Decision> {
+    this.sweep(nowMs);
+    return this.consumeSync(checks, nowMs);
+  }
+
+  /** Synchronous core, also used by the Redis store's in-memory fallback. */
+  consumeSync(checks: readonly LimitCheck[], nowMs: number): Decision {
+    const used: number[] = [];
+    for (let i = 0; i < checks.length; i++) {
+      const c = checks[i]!;
+      if (c.kind === 'window') {
+        const times = this.trimmed(c.key, c.windowMs, nowMs);
+        const n = times.length;
+        if (n >= c.limit) {
+          // The call that must leave the window before one more fits.
+          const freeing = times[n - c.limit]!;
+          return { admitted: false, rejectedBy: i, retryAfterMs: freeing + c.windowMs - nowMs, used: this.usedNow(checks, nowMs) };
+        }
+        used.push(n);
+      } else {
+        const n = this.counterValue(c.key, nowMs);
+        if (n >= c.limit) {
+          return { admitted: false, rejectedBy: i, retryAfterMs: c.resetAtMs - nowMs, used: this.usedNow(checks, nowMs) };
+        }
+        used.push(n);
+      }
+    }
+    for (let i = 0; i < checks.length; i++) {
+      const c = checks[i]!;
+      if (c.kind === 'window') {
+        const w = this.windows.get(c.key) ?? { windowMs: c.windowMs, times: [] };
+        w.windowMs = c.windowMs;
+        // Keep ascending order even if the caller's clock stepped back.
+        let j = w.times.length;
+        while (j > 0 && w.times[j - 1]! > nowMs) j--;
+        w.times.splice(j, 0, nowMs);
+        this.windows.set(c.key, w);
+      } else {
+        const cur = this.counters.get(c.key);
+        const expiresAt = c.resetAtMs;
+        if (cur && cur.expiresAt > nowMs) cur.count++;
+        else this.counters.set(c.key, { count: 1, expiresAt });
+      }
+      used[i] = used[i]! + 1;
+    }
+    return { admitted: true, used };
+  }
+
+  private usedNow(checks: readonly LimitCheck[], nowMs: number): number[] {
+    return checks.map((c) => (c.kind === 'window' ? this.trimmed(c.key, c.windowMs, nowMs).length : this.counterValue(c.key, nowMs)));
+  }
+
+  async inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]> {
+    return checks.map((c) => {
+      if (c.kind === 'window') {
+        const times = this.trimmed(c.key, c.windowMs, nowMs);
+        const n = times.length;
+        return {
+          used: n,
+          retryAfterMs: n >= c.limit ? times[n - c.limit]! + c.windowMs - nowMs : 0,
+          resetMs: n > 0 ? times[0]! + c.windowMs - nowMs : 0,
+        };
+      }
+      const n = this.counterValue(c.key, nowMs);
+      return { used: n, retryAfterMs: n >= c.limit ? c.resetAtMs - nowMs : 0, resetMs: n > 0 ? c.resetAtMs - nowMs : 0 };
+    });
+  }
+
+  /** Drops entries that left the window (a call at exactly now - window has left). */
+  private trimmed(key: string, windowMs: number, nowMs: number): number[] {
+    const times = this.windows.get(key)?.times;
+    if (!times) return [];
+    const edge = nowMs - windowMs;
+    let k = 0;
+    while (k < times.length && times[k]! <= edge) k++;
+    if (k > 0) times.splice(0, k);
+    if (times.length === 0) this.windows.delete(key);
+    return times;
+  }
+
+  private counterValue(key: string, nowMs: number): number {
+    const c = this.counters.get(key);
+    if (!c) return 0;
+    if (c.expiresAt <= nowMs) {
+      this.counters.delete(key);
+      return 0;
+    }
+    return c.count;
+  }
+
+  /** Bounds memory: forgets empty windows and expired counters now and then. */
+  private sweep(nowMs: number): void {
+    if (nowMs < this.sweepAt) return;
+    this.sweepAt = nowMs + 60_000;
+    for (const [k, c] of this.counters) if (c.expiresAt <= nowMs) this.counters.delete(k);
+    // Windows are trimmed lazily on use; forget those whose newest call has left the window.
+    for (const [k, w] of this.windows) if (w.times.length === 0 || w.times[w.times.length - 1]! <= nowMs - w.windowMs) this.windows.delete(k);
+  }
+
+  async ping(): Promise<boolean> {
+    return true;
+  }
+
+  async close(): Promise<void> {
+    this.listeners.length = 0;
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * The shared store: every replica on one Redis behaves as one. Commands fail
+ * fast instead of queueing (no offline queue, no retries, a short command
+ * timeout) so a Redis outage can never hang a request; the caller decides
+ * what an error means.
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+import { CONSUME_LUA, CREATE_KEY_LUA, DELETE_KEY_LUA, INSPECT_LUA } from './scripts.js';
+import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, Store } from './types.js';
+
+type ScriptResult = Array<number | string>;
+
+interface ScriptCommands {
+  sluiceConsume(numKeys: number, ...args: Array<string | number>): Promise<ScriptResult>;
+  sluiceInspect(numKeys: number, ...args: Array<string | number>): Promise<ScriptResult>;
+  sluiceCreateKey(numKeys: number, ...args: Array<string | number>): Promise<number>;
+  sluiceDeleteKey(numKeys: number, ...args: Array<string | number>): Promise<string[] | null>;
+}
+
+export interface RedisStoreOptions {
+  url: string;
+  /** Prefix of every key and channel, so several deployments (or test files) can share one Redis. */
+  keyPrefix?: string;
+  /** Bound on one command, in ms; past it the call fails rather than waits. */
+  commandTimeoutMs?: number;
+  connectTimeoutMs?: number;
+  /** Extra ioredis options (Sentinel, TLS, ...). */
+  redisOptions?: RedisOptions;
+}
+
+export class RedisStore implements Store {
+  readonly kind = 'redis' as const;
+  readonly client: Redis;
+  private readonly sub: Redis;
+  private readonly scripts: ScriptCommands;
+  private readonly prefix: string;
+  private readonly registry: string;
+  private readonly channel: string;
+  private readonly listeners: Array<(c: KeyChange) => void> = [];
+  private subscribedOnce = false;
+  private closed = false;
+
+  constructor(opts: RedisStoreOptions) {
+    this.prefix = opts.keyPrefix ?? 'sluice:';
+    this.registry = `${this.prefix}{keys}:`;
+    this.channel = `${this.prefix}keys:changed`;
+    const base: RedisOptions = {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      enableAutoPipelining: true,
+      commandTimeout: opts.commandTimeoutMs ?? 100,
+      connectTimeout: opts.connectTimeoutMs ?? 2000,
+      // Keep trying to reconnect in the background, never block callers.
+      retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
+      lazyConnect: false,
+      ...opts.redisOptions,
+    };
+    this.client = new Redis(opts.url, {
+      ...base,
+      scripts: {
+        sluiceConsume: { lua: CONSUME_LUA },
+        sluiceInspect: { lua: INSPECT_LUA, readOnly: true },
+        sluiceCreateKey: { lua: CREATE_KEY_LUA, numberOfKeys: 3 },
+        sluiceDeleteKey: { lua: DELETE_KEY_LUA, numberOfKeys: 1 },
+      },
+    });
+    this.scripts = this.client as unknown as ScriptCommands;
+    // Errors surface through the commands that fail; the connection's own
+    // 'error' events would otherwise crash the process.
+    this.client.on('error', () => {});
+
+    // Pub/sub needs its own connection. Messages sent while it was away are
+    // lost, so every (re)subscription flushes the caches that listen.
+    this.sub = new Redis(opts.url, { ...base, enableOfflineQueue: true, commandTimeout: undefined, enableAutoPipelining: false });
+    this.sub.on('error', () => {});
+    this.sub.on('ready', () => {
+      if (this.subscribedOnce) this.emit({ type: 'flush' });
+      this.subscribedOnce = true;
+    });
+    this.sub.subscribe(this.channel).catch(() => {});
+    this.sub.on('message', (_ch: string, msg: string) => {
+      const i = msg.indexOf(':');
+      const type = msg.slice(0, i);
+      const hash = msg.slice(i + 1);
+      if (type === 'deleted' || type === 'created') this.emit({ type, hash });
+    });
+  }
+
+  /** Resolves once the command connection is ready (or rejects after `timeoutMs`). */
+  async waitReady(timeoutMs = 5000): Promise<void> {
+    if (this.client.status === 'ready') return;
+    await new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => {
+        cleanup();
+        reject(new Error(`Redis not ready after ${timeoutMs} ms`));
+      }, timeoutMs);
+      const onReady = (): void => {
+        cleanup();
+        resolve();
+      };
+      const cleanup = (): void => {
+        clearTimeout(t);
+        this.client.off('ready', onReady);
+      };
+      this.client.on('ready', onReady);
+    });
+  }
+
+  private emit(c: KeyChange): void {
+    for (const l of this.listeners) l(c);
+  }
+
+  onKeyChange(listener: (change: KeyChange) => void): void {
+    this.listeners.push(listener);
+  }
+
+  async createKey(rec: KeyRecord): Promise<boolean> {
+    const r = await this.scripts.sluiceCreateKey(
+      3,
+      `${this.registry}h:${rec.hash}`,
+      `${this.registry}id:${rec.id}`,
+      `${this.registry}u:${rec.user}`,
+      rec.id,
+      rec.user,
+      rec.name,
+      rec.createdAt,
+      rec.hash,
+      this.channel,
+    );
+    return r === 1;
+  }
+
+  async findKeyByHash(hash: string): Promise<KeyRecord | null> {
+    const h = await this.client.hgetall(`${this.registry}h:${hash}`);
+    return toRecord(h);
+  }
+
+  async deleteKey(id: string): Promise<KeyRecord | null> {
+    const flat = await this.scripts.sluiceDeleteKey(1, `${this.registry}id:${id}`, this.registry, this.channel);
+    if (!flat) return null;
+    const h: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) h[flat[i]!] = flat[i + 1]!;
+    return toRecord(h);
+  }
+
+  async listKeys(user: string): Promise<KeyRecord[]> {
+    const ids = await this.client.smembers(`${this.registry}u:${user}`);
+    if (ids.length === 0) return [];
+    const hashes = await this.client.mget(ids.map((id) => `${this.registry}id:${id}`));
+    const recs = await Promise.all(hashes.map((h) => (h ? this.findKeyByHash(h) : Promise.resolve(null))));
+    return recs
+      .filter((r): r is KeyRecord => r !== null && r.user === user)
+      .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+  }
+
+  private limitArgs(checks: readonly LimitCheck[]): { keys: string[]; args: Array<string | number> } {
+    const keys: string[] = [];
+    const args: Array<string | number> = [];
+    for (const c of checks) {
+      keys.push(this.prefix + c.key);
+      if (c.kind === 'window') args.push('w', c.limit, c.windowMs);
+      else args.push('c', c.limit, c.resetAtMs);
+    }
+    return { keys, args };
+  }
+
+  async consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision> {
+    const { keys, args } = this.limitArgs(checks);
+    const r = await this.scripts.sluiceConsume(keys.length, ...keys, nowMs, member, ...args);
+    const rejectedBy = Number(r[0]);
+    const used = r.slice(2).map(Number);
+    if (rejectedBy === 0) return { admitted: true, used };
+    return { admitted: false, rejectedBy: rejectedBy - 1, retryAfterMs: Number(r[1]), used };
+  }
+
+  async inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]> {
+    const { keys, args } = this.limitArgs(checks);
+    const r = await this.scripts.sluiceInspect(keys.length, ...keys, nowMs, ...args);
+    const out: LimitState[] = [];
+    for (let i = 0; i < checks.length; i++) {
+      out.push({ used: Number(r[i * 3]), retryAfterMs: Number(r[i * 3 + 1]), resetMs: Number(r[i * 3 + 2]) });
+    }
+    return out;
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      return (await this.client.ping()) === 'PONG';
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.listeners.length = 0;
+    await Promise.allSettled([this.client.quit(), this.sub.quit()]);
+    this.client.disconnect();
+    this.sub.disconnect();
+  }
+}
+
+function toRecord(h: Record<string, string> | null): KeyRecord | null {
+  if (!h || !h.id || !h.hash || h.user === undefined) return null;
+  return { id: h.id, user: h.user, name: h.name ?? '', createdAt: h.createdAt ?? '', hash: h.hash };
+}

@@ -1,0 +1,73 @@
+/**
+ * The narrow interface between the request path and shared state. Two
+ * implementations: Redis (many replicas behave as one) and an embedded
+ * in-process store (one replica). Both must give identical answers; the same
+ * behaviour suite runs against each.
+ */
+
+export interface KeyRecord {
+  id: string;
+  user: string;
+  name: string;
+  createdAt: string;
+  /** SHA-256 of the key body (the key without its `sk-`), hex. The key itself is never stored. */
+  hash: string;
+}
+
+/** A rolling window: at most `limit` admitted in any `windowMs`. */
+export interface WindowCheck {
+  kind: 'window';
+  key: string;
+  limit: number;
+  windowMs: number;
+}
+
+/** A counter that resets at a fixed instant (the calendar day). */
+export interface CounterCheck {
+  kind: 'counter';
+  key: string;
+  limit: number;
+  resetAtMs: number;
+}
+
+export type LimitCheck = WindowCheck | CounterCheck;
+
+export type Decision =
+  | { admitted: true; used: number[] }
+  /** `rejectedBy` indexes the first check that failed; checks are evaluated in order. */
+  | { admitted: false; rejectedBy: number; retryAfterMs: number; used: number[] };
+
+export interface LimitState {
+  used: number;
+  /** Milliseconds until one more call would be admitted by this check alone (0 when it would be now). */
+  retryAfterMs: number;
+  /** Milliseconds until the oldest counted call leaves the window / the counter resets (0 when empty). */
+  resetMs: number;
+}
+
+export type KeyChange = { type: 'deleted' | 'created'; hash: string } | { type: 'flush' };
+
+export interface Store {
+  readonly kind: 'redis' | 'memory';
+
+  /** Stores a new key; false when a key with the same hash already exists. */
+  createKey(rec: KeyRecord): Promise<boolean>;
+  findKeyByHash(hash: string): Promise<KeyRecord | null>;
+  /** Removes a key by id and tells every replica; the removed record, or null for an unknown id. */
+  deleteKey(id: string): Promise<KeyRecord | null>;
+  listKeys(user: string): Promise<KeyRecord[]>;
+  /** Changes to the key set made anywhere (this replica or another), for cache invalidation. */
+  onKeyChange(listener: (change: KeyChange) => void): void;
+
+  /**
+   * Checks every limit and counts the call in all of them only if all pass,
+   * atomically. `member` is a unique id of this call.
+   */
+  consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision>;
+  /** The state of each limit now, without counting anything. */
+  inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]>;
+
+  /** True when the store can serve now. */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
