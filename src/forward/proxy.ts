@@ -162,7 +162,8 @@ export class Forwarder {
       this.finish(state, { outcome: 'upstream-aborted', status: state.result?.status ?? null, upstreamMs: state.result?.upstreamMs ?? null, error: err });
       return;
     }
-    if (res.destroyed || req.destroyed) {
+    // (req.destroyed says nothing here: a fully read request is destroyed once consumed.)
+    if (res.destroyed || res.writableEnded) {
       this.finish(state, { outcome: 'client-aborted', status: null, upstreamMs: null, error: err });
       return;
     }

@@ -60,8 +60,8 @@ export class RedisStore implements Store {
       scripts: {
         sluiceConsume: { lua: CONSUME_LUA },
         sluiceInspect: { lua: INSPECT_LUA, readOnly: true },
-        sluiceCreateKey: { lua: CREATE_KEY_LUA, numberOfKeys: 3 },
-        sluiceDeleteKey: { lua: DELETE_KEY_LUA, numberOfKeys: 1 },
+        sluiceCreateKey: { lua: CREATE_KEY_LUA },
+        sluiceDeleteKey: { lua: DELETE_KEY_LUA },
       },
     });
     this.scripts = this.client as unknown as ScriptCommands;

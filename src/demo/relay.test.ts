@@ -1,0 +1,543 @@
+/**
+ * The relay stand-in driven DIRECTLY by the three official SDKs (no sidecar in between): if these
+ * pass, the stand-in answers like a real relay and later tests through sluice can rely on it.
+ */
+import { request as httpRequest, Agent } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { describe, it, expect, beforeAll, afterAll, beforeEach } from 'vitest';
+import OpenAI, { APIError, RateLimitError } from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
+import { GoogleGenAI } from '@google/genai';
+import { STANDIN_MODELS, STANDIN_TEXT, standinDeltas, startRelayStandin } from './relay.js';
+import type { RecordedRequest, RelayStandin } from './relay.js';
+
+const KEY = 'sk-test-key';
+
+let relay: RelayStandin;
+let openai: OpenAI;
+let anthropic: Anthropic;
+let genai: GoogleGenAI;
+
+beforeAll(async () => {
+  relay = await startRelayStandin({ quiet: true });
+  openai = new OpenAI({ apiKey: KEY, baseURL: `${relay.url}/v1`, maxRetries: 0 });
+  anthropic = new Anthropic({ apiKey: KEY, baseURL: relay.url, maxRetries: 0 });
+  genai = new GoogleGenAI({ apiKey: KEY, httpOptions: { baseUrl: relay.url } });
+});
+
+afterAll(async () => {
+  await relay.close();
+});
+
+beforeEach(() => {
+  relay.reset();
+});
+
+function last(): RecordedRequest {
+  const r = relay.requests[relay.requests.length - 1];
+  if (!r) throw new Error('no request recorded');
+  return r;
+}
+
+function bodyJson(r: RecordedRequest): Record<string, unknown> {
+  return JSON.parse(r.body.toString('utf8')) as Record<string, unknown>;
+}
+
+describe('standinDeltas', () => {
+  it('splits the text into n pieces that concatenate to it', () => {
+    for (const n of [1, 2, 3, 7, 30, 100]) {
+      const d = standinDeltas(n);
+      expect(d).toHaveLength(n);
+      expect(d.join('')).toBe(STANDIN_TEXT);
+    }
+  });
+});
+
+describe('openai SDK, directly against the stand-in', () => {
+  it('chat.completions.create', async () => {
+    const { data, response } = await openai.chat.completions
+      .create({ model: 'vend-flash', messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
+    expect(data.object).toBe('chat.completion');
+    expect(data.model).toBe('vend-flash');
+    expect(data.choices[0]?.message.content).toBe(STANDIN_TEXT);
+    expect(data.choices[0]?.finish_reason).toBe('stop');
+    expect(data.usage?.total_tokens).toBe((data.usage?.prompt_tokens ?? 0) + (data.usage?.completion_tokens ?? 0));
+    expect(response.headers.get('x-oneapi-request-id')).toMatch(/^\d{17}[0-9a-f]{12}$/);
+
+    const r = last();
+    expect(r.method).toBe('POST');
+    expect(r.url).toBe('/v1/chat/completions');
+    expect(r.headers['authorization']).toBe(`Bearer ${KEY}`);
+    expect(r.headers['content-type']).toBe('application/json');
+    expect(bodyJson(r)['model']).toBe('vend-flash');
+    expect(r.remoteAddress).toMatch(/127\.0\.0\.1/);
+    expect(r.closedEarly).toBe(false);
+  });
+
+  it('chat.completions.create with stream: true (and include_usage)', async () => {
+    const stream = await openai.chat.completions.create({
+      model: 'vend-flash-free',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let role: string | undefined;
+    let finish: string | null | undefined;
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const chunk of stream) {
+      expect(chunk.object).toBe('chat.completion.chunk');
+      expect(chunk.model).toBe('vend-flash-free');
+      const choice = chunk.choices[0];
+      if (choice) {
+        role ??= choice.delta.role;
+        text += choice.delta.content ?? '';
+        finish = choice.finish_reason ?? finish;
+      }
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(text).toBe(STANDIN_TEXT);
+    expect(role).toBe('assistant');
+    expect(finish).toBe('stop');
+    expect(usage?.completion_tokens).toBeGreaterThan(0);
+    expect(bodyJson(last())['stream']).toBe(true);
+  });
+
+  it('the number of deltas follows sseEvents', async () => {
+    relay.behave(() => true, { sseEvents: 10 });
+    const stream = await openai.chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
+    const deltas: string[] = [];
+    for await (const chunk of stream) {
+      const c = chunk.choices[0]?.delta.content;
+      if (c !== undefined && c !== null && c !== '') deltas.push(c);
+    }
+    expect(deltas).toEqual(standinDeltas(10));
+    expect(deltas.join('')).toBe(STANDIN_TEXT);
+  });
+
+  it('responses.create', async () => {
+    const resp = await openai.responses.create({ model: 'gpt-4o-mini', input: 'hi' });
+    expect(resp.id).toMatch(/^resp_/);
+    expect(resp.object).toBe('response');
+    expect(resp.status).toBe('completed');
+    expect(resp.model).toBe('gpt-4o-mini');
+    expect(resp.output_text).toBe(STANDIN_TEXT);
+    expect(resp.usage?.total_tokens).toBeGreaterThan(0);
+    expect(last().url).toBe('/v1/responses');
+  });
+
+  it('responses.create with stream: true yields typed events with sequence numbers', async () => {
+    const stream = await openai.responses.create({ model: 'gpt-4o-mini', input: 'hi', stream: true });
+    const types: string[] = [];
+    const seqs: number[] = [];
+    let text = '';
+    let completed: OpenAI.Responses.Response | undefined;
+    for await (const ev of stream) {
+      types.push(ev.type);
+      seqs.push(ev.sequence_number);
+      if (ev.type === 'response.output_text.delta') text += ev.delta;
+      if (ev.type === 'response.completed') completed = ev.response;
+    }
+    expect(types[0]).toBe('response.created');
+    expect(types.at(-1)).toBe('response.completed');
+    expect(types.filter((t) => t === 'response.output_text.delta')).toHaveLength(3);
+    expect(seqs).toEqual(seqs.map((_, i) => i));
+    expect(text).toBe(STANDIN_TEXT);
+    expect(completed?.status).toBe('completed');
+  });
+
+  it('responses.stream helper accumulates the final response', async () => {
+    const stream = openai.responses.stream({ model: 'gpt-4o-mini', input: 'hi' });
+    let deltas = '';
+    stream.on('response.output_text.delta', (e) => {
+      deltas += e.delta;
+    });
+    const final = await stream.finalResponse();
+    expect(final.output_text).toBe(STANDIN_TEXT);
+    expect(deltas).toBe(STANDIN_TEXT);
+  });
+
+  it('models.list', async () => {
+    const ids: string[] = [];
+    for await (const m of openai.models.list()) {
+      expect(m.object).toBe('model');
+      ids.push(m.id);
+    }
+    expect(ids).toEqual([...STANDIN_MODELS]);
+    expect(last().headers['authorization']).toBe(`Bearer ${KEY}`);
+  });
+
+  it('a behaviour with status 429 (empty body) makes the SDK throw RateLimitError, without retry', async () => {
+    relay.behave((r) => r.url === '/v1/chat/completions', { status: 429, headers: { 'retry-after': '7' } });
+    const err = await openai.chat.completions
+      .create({ model: 'vend-flash-free', messages: [{ role: 'user', content: 'hi' }] })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(err).toBeInstanceOf(RateLimitError);
+    const rl = err as RateLimitError;
+    expect(rl.status).toBe(429);
+    expect(rl.headers.get('retry-after')).toBe('7');
+    expect(rl.headers.get('x-oneapi-request-id')).toBeTruthy();
+    expect(relay.requests).toHaveLength(1);
+  });
+
+  it('later behaviours take precedence; a body behaviour answers exactly those bytes', async () => {
+    const body = '{"error":{"code":"free_tier_exhausted","message":"busy","type":"new_api_error"}}';
+    relay.behave(() => true, { status: 500 });
+    relay.behave((r) => r.url === '/v1/chat/completions', { status: 402, body });
+    const err = await openai.chat.completions
+      .create({ model: 'vend-flash-free', messages: [{ role: 'user', content: 'hi' }] })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(err).toBeInstanceOf(APIError);
+    const api = err as APIError;
+    expect(api.status).toBe(402);
+    expect(api.code).toBe('free_tier_exhausted');
+
+    const res = await fetch(`${relay.url}/v1/models`);
+    expect(res.status).toBe(500);
+    expect(await res.text()).toBe('');
+  });
+
+  it('delayMs delays the answer', async () => {
+    relay.behave(() => true, { delayMs: 200 });
+    const t0 = Date.now();
+    await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
+  });
+
+  it('sseIntervalMs spaces the events, each written on its own', async () => {
+    relay.behave(() => true, { sseIntervalMs: 100, sseEvents: 3 });
+    const stream = await openai.chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
+    const times: number[] = [];
+    for await (const _chunk of stream) times.push(Date.now());
+    // role + 3 deltas + finish = 5 chunks (then [DONE]), each ~100 ms apart.
+    expect(times).toHaveLength(5);
+    for (let i = 1; i < times.length; i++) {
+      expect((times[i] ?? 0) - (times[i - 1] ?? 0)).toBeGreaterThanOrEqual(80);
+    }
+  });
+
+  it('dieAfterEvents ends the client stream with an error', async () => {
+    relay.behave(() => true, { dieAfterEvents: 2, sseEvents: 5 });
+    const stream = await openai.chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
+    let text = '';
+    const consume = async (): Promise<void> => {
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    };
+    await expect(consume()).rejects.toThrow();
+    expect(text).toBe(standinDeltas(5)[0]);
+    expect(last().closedEarly).toBe(false);
+  });
+
+  it('dieAfterEvents: 0 drops the connection without any answer', async () => {
+    relay.behave(() => true, { dieAfterEvents: 0 });
+    await expect(
+      openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+    ).rejects.toBeInstanceOf(OpenAI.APIConnectionError);
+    expect(relay.requests).toHaveLength(1);
+  });
+
+  it('a client abort mid-stream sets closedEarly and stops the stand-in writing', async () => {
+    relay.behave(() => true, { sseIntervalMs: 30, sseEvents: 50 });
+    const stream = await openai.chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
+    let n = 0;
+    for await (const _chunk of stream) {
+      if (++n === 2) break; // leaving the loop aborts the request
+    }
+    await relay.waitFor((rs) => rs[0]?.closedEarly === true, 2_000);
+    expect(relay.requests[0]?.closedEarly).toBe(true);
+  });
+});
+
+describe('anthropic SDK, directly against the stand-in', () => {
+  it('messages.create', async () => {
+    const msg = await anthropic.messages.create({
+      model: 'claude-haiku-4-5',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(msg.id).toMatch(/^msg_/);
+    expect(msg.type).toBe('message');
+    expect(msg.role).toBe('assistant');
+    expect(msg.model).toBe('claude-haiku-4-5');
+    expect(msg.stop_reason).toBe('end_turn');
+    const block = msg.content[0];
+    expect(block?.type === 'text' ? block.text : undefined).toBe(STANDIN_TEXT);
+    expect(msg.usage.output_tokens).toBeGreaterThan(0);
+
+    // Quirk of @anthropic-ai/sdk 1.x: `apiKey` is sent as `Authorization: Bearer`, not `x-api-key`,
+    // and `anthropic-version` is the SDK's own API version (not 2023-06-01).
+    const r = last();
+    expect(r.url).toBe('/v1/messages');
+    expect(r.headers['authorization']).toBe(`Bearer ${KEY}`);
+    expect(r.headers['x-api-key']).toBeUndefined();
+    expect(r.headers['anthropic-version']).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+  });
+
+  it('classic x-api-key + anthropic-version 2023-06-01 headers (set through defaultHeaders)', async () => {
+    const classic = new Anthropic({
+      apiKey: KEY,
+      baseURL: relay.url,
+      maxRetries: 0,
+      defaultHeaders: { 'x-api-key': KEY, authorization: null, 'anthropic-version': '2023-06-01' },
+    });
+    const msg = await classic.messages.create({
+      model: 'claude-haiku-4-5',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    const block = msg.content[0];
+    expect(block?.type === 'text' ? block.text : undefined).toBe(STANDIN_TEXT);
+    const ids: string[] = [];
+    for await (const m of classic.models.list()) ids.push(m.id);
+    expect(ids).toEqual([...STANDIN_MODELS]);
+    for (const r of relay.requests) {
+      expect(r.headers['x-api-key']).toBe(KEY);
+      expect(r.headers['authorization']).toBeUndefined();
+      expect(r.headers['anthropic-version']).toBe('2023-06-01');
+    }
+    expect(relay.requests.map((r) => r.url.split('?')[0])).toEqual(['/v1/messages', '/v1/models']);
+  });
+
+  it('messages.stream', async () => {
+    const stream = anthropic.messages.stream({
+      model: 'claude-haiku-4-5',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    let texts = '';
+    stream.on('text', (t) => {
+      texts += t;
+    });
+    const finalText = await stream.finalText();
+    const final = await stream.finalMessage();
+    expect(finalText).toBe(STANDIN_TEXT);
+    expect(texts).toBe(STANDIN_TEXT);
+    expect(final.stop_reason).toBe('end_turn');
+    expect(final.usage.output_tokens).toBeGreaterThan(0);
+    expect(bodyJson(last())['stream']).toBe(true);
+  });
+
+  it('messages.create with stream: true yields the raw event sequence', async () => {
+    const stream = await anthropic.messages.create({
+      model: 'claude-haiku-4-5',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
+    const types: string[] = [];
+    for await (const ev of stream) types.push(ev.type);
+    // `ping` is swallowed by the SDK.
+    expect(types).toEqual([
+      'message_start',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ]);
+  });
+
+  it('models.list (answers the Anthropic shape)', async () => {
+    const ids: string[] = [];
+    for await (const m of anthropic.models.list()) {
+      expect(m.type).toBe('model');
+      expect(m.display_name).toBeTruthy();
+      ids.push(m.id);
+    }
+    expect(ids).toEqual([...STANDIN_MODELS]);
+    expect(relay.requests).toHaveLength(1);
+    expect(last().headers['anthropic-version']).toBeDefined();
+  });
+
+  it('dieAfterEvents ends messages.stream with an error', async () => {
+    relay.behave(() => true, { dieAfterEvents: 4, sseEvents: 5 });
+    const stream = anthropic.messages.stream({
+      model: 'claude-haiku-4-5',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    stream.on('error', () => {
+      /* also rejected through finalText */
+    });
+    await expect(stream.finalText()).rejects.toThrow();
+  });
+});
+
+describe('google genai SDK, directly against the stand-in', () => {
+  it('models.generateContent', async () => {
+    const res = await genai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'hi' });
+    expect(res.text).toBe(STANDIN_TEXT);
+    expect(res.candidates?.[0]?.finishReason).toBe('STOP');
+    expect(res.usageMetadata?.totalTokenCount).toBeGreaterThan(0);
+    expect(res.modelVersion).toBe('gemini-2.5-flash');
+
+    const r = last();
+    expect(r.url).toBe('/v1beta/models/gemini-2.5-flash:generateContent');
+    expect(r.headers['x-goog-api-key']).toBe(KEY);
+    expect(r.headers['authorization']).toBeUndefined();
+    expect(bodyJson(r)['contents']).toEqual([{ role: 'user', parts: [{ text: 'hi' }] }]);
+  });
+
+  it('models.generateContentStream', async () => {
+    const stream = await genai.models.generateContentStream({ model: 'gemini-2.5-flash', contents: 'hi' });
+    let text = '';
+    let chunks = 0;
+    let finish: string | undefined;
+    for await (const chunk of stream) {
+      chunks++;
+      text += chunk.text ?? '';
+      finish = chunk.candidates?.[0]?.finishReason ?? finish;
+    }
+    expect(chunks).toBe(3);
+    expect(text).toBe(STANDIN_TEXT);
+    expect(finish).toBe('STOP');
+    expect(last().url).toBe('/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
+  });
+
+  it('apiVersion v1 uses /v1/models/{model}:generateContent', async () => {
+    const v1 = new GoogleGenAI({ apiKey: KEY, httpOptions: { baseUrl: relay.url, apiVersion: 'v1' } });
+    const res = await v1.models.generateContent({ model: 'gemini-2.5-flash', contents: 'hi' });
+    expect(res.text).toBe(STANDIN_TEXT);
+    expect(last().url).toBe('/v1/models/gemini-2.5-flash:generateContent');
+  });
+
+  it('dieAfterEvents ends generateContentStream with an error', async () => {
+    relay.behave(() => true, { dieAfterEvents: 1, sseEvents: 5 });
+    const stream = await genai.models.generateContentStream({ model: 'gemini-2.5-flash', contents: 'hi' });
+    let text = '';
+    const consume = async (): Promise<void> => {
+      for await (const chunk of stream) text += chunk.text ?? '';
+    };
+    await expect(consume()).rejects.toThrow();
+    expect(text).toBe(standinDeltas(5)[0]);
+  });
+});
+
+describe('plain HTTP', () => {
+  it('echo returns the exact request bytes (10 MB binary) and content-type', async () => {
+    relay.behave((r) => r.url === '/echo', { echo: true });
+    const payload = randomBytes(10 * 1024 * 1024);
+    const res = await fetch(`${relay.url}/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-test-bytes' },
+      body: payload,
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/x-test-bytes');
+    expect(res.headers.get('x-oneapi-request-id')).toBeTruthy();
+    const got = Buffer.from(await res.arrayBuffer());
+    expect(got.length).toBe(payload.length);
+    expect(got.equals(payload)).toBe(true);
+    expect(last().body.equals(payload)).toBe(true);
+  });
+
+  it('new-api query endpoints and the 404 shape', async () => {
+    const usage = await fetch(`${relay.url}/api/usage/token/`);
+    expect(usage.status).toBe(200);
+    expect(await usage.json()).toMatchObject({ code: true, message: 'ok', data: { object: 'token_usage', name: 'demo' } });
+
+    const logs = await fetch(`${relay.url}/api/log/token?key=x`);
+    expect(await logs.json()).toEqual({ success: true, message: '', data: [] });
+
+    const other = await fetch(`${relay.url}/api/status`);
+    expect(other.status).toBe(200);
+    const dash = await fetch(`${relay.url}/v1/dashboard/billing/usage`);
+    expect(dash.status).toBe(200);
+    expect(dash.headers.get('content-type')).toMatch(/^application\/json/);
+
+    const missing = await fetch(`${relay.url}/nope`, { method: 'POST', body: '{}' });
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get('x-oneapi-request-id')).toBeTruthy();
+    const err = (await missing.json()) as { error: { message: string; type: string } };
+    expect(err.error.type).toBe('invalid_request_error');
+    expect(err.error.message).toContain('/nope');
+  });
+
+  it('uses keep-alive, counts open connections, records raw headers; reset clears', async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (path: string): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = httpRequest(`${relay.url}${path}`, { agent, headers: { 'X-Mixed-Case': 'a' } }, (res) => {
+          const port = res.socket.localPort ?? -1;
+          res.resume();
+          res.on('end', () => resolve(port));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const p1 = await get('/api/status');
+    const p2 = await get('/api/status');
+    expect(p2).toBe(p1);
+    expect(relay.openConnections()).toBeGreaterThanOrEqual(1);
+    expect(relay.requests).toHaveLength(2);
+    expect(last().rawHeaders).toContain('X-Mixed-Case');
+    agent.destroy();
+
+    relay.behave(() => true, { status: 503 });
+    relay.reset();
+    expect(relay.requests).toHaveLength(0);
+    const res = await fetch(`${relay.url}/api/status`);
+    expect(res.status).toBe(200);
+  });
+
+  it('streamGenerateContent without alt=sse streams one JSON array', async () => {
+    const res = await fetch(`${relay.url}/v1beta/models/gemini-2.5-flash:streamGenerateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}',
+    });
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    const chunks = (await res.json()) as { candidates: { content: { parts: { text: string }[] } }[] }[];
+    expect(chunks).toHaveLength(3);
+    expect(chunks.map((c) => c.candidates[0]?.content.parts[0]?.text ?? '').join('')).toBe(STANDIN_TEXT);
+  });
+
+  it('a client that leaves during delayMs is marked closedEarly', async () => {
+    relay.behave(() => true, { delayMs: 5_000 });
+    const ac = new AbortController();
+    const pending = fetch(`${relay.url}/v1/chat/completions`, { method: 'POST', body: '{}', signal: ac.signal });
+    await relay.waitFor((rs) => rs.length === 1);
+    ac.abort();
+    await expect(pending).rejects.toThrow();
+    await relay.waitFor((rs) => rs[0]?.closedEarly === true, 2_000);
+  });
+
+  it('maxRecorded keeps only the newest requests', async () => {
+    const small = await startRelayStandin({ quiet: true, maxRecorded: 2 });
+    try {
+      for (const p of ['/api/a', '/api/b', '/api/c']) await (await fetch(`${small.url}${p}`)).text();
+      expect(small.requests.map((r) => r.url)).toEqual(['/api/b', '/api/c']);
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('waitFor times out with a clear error', async () => {
+    await expect(relay.waitFor((rs) => rs.length > 5, 50)).rejects.toThrow(/timed out/);
+  });
+});

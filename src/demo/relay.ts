@@ -1,0 +1,757 @@
+/**
+ * A stand-in for the AI-model relay (new-api) that sluice sits in front of.
+ *
+ * It answers the routes sluice forwards with bodies realistic enough for the official OpenAI,
+ * Anthropic and Google GenAI SDKs to parse, records every request it gets, and can be told to
+ * misbehave (force a status, delay, stream slowly, die mid-stream, echo bytes). It uses only node
+ * built-ins so the demo and the benchmarks can run it without the SDKs installed.
+ *
+ * It does not authenticate: the sidecar does. It records the headers it got.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+export interface RecordedRequest {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  rawHeaders: string[];
+  body: Buffer;
+  remoteAddress: string;
+  /** Set true if the client connection closed before the response finished (not when the
+   * stand-in itself kills the connection because of `dieAfterEvents`). */
+  closedEarly: boolean;
+}
+
+export interface RelayBehaviour {
+  /** Force this status. Without `body`/`echo`: a 2xx/3xx status keeps the default answer (with
+   * this status); a status >= 400 answers with an EMPTY body (like new-api's own 429). */
+  status?: number;
+  /** Wait this long before answering (the wait ends early if the client leaves). */
+  delayMs?: number;
+  /** Gap between SSE events (default 0; a 0 gap still yields to the event loop between events). */
+  sseIntervalMs?: number;
+  /** How many text-delta events a stream sends (default 3). */
+  sseEvents?: number;
+  /** Destroy the socket after this many stream events have been written and flushed (every
+   * event counts, not only text deltas; `data: [DONE]` too). 0: destroy without answering at
+   * all. On a non-stream JSON answer: send the headers and half the body, then destroy. */
+  dieAfterEvents?: number;
+  /** Reply (200 unless `status`) with the exact request body bytes and the request content-type. */
+  echo?: boolean;
+  /** Reply with exactly these bytes (200 unless `status`). Content-type: `application/json` when
+   * the bytes look like JSON, else `application/octet-stream`, unless `headers` sets it. */
+  body?: Buffer | string;
+  /** Extra response headers (they override the defaults of the same name). */
+  headers?: Record<string, string | string[]>;
+}
+
+export interface RelayStandin {
+  url: string;
+  port: number;
+  /** Every request received, in order (recorded once its body is fully read). */
+  requests: RecordedRequest[];
+  /** Later calls take precedence. */
+  behave(match: (req: RecordedRequest) => boolean, b: RelayBehaviour): void;
+  /** Clear requests and behaviours. */
+  reset(): void;
+  /** Resolve once `pred(requests)` is true; reject after `timeoutMs` (default 5000). */
+  waitFor(pred: (r: RecordedRequest[]) => boolean, timeoutMs?: number): Promise<void>;
+  /** Open TCP connections (idle keep-alive ones included). */
+  openConnections(): number;
+  close(): Promise<void>;
+}
+
+export interface RelayStandinOptions {
+  port?: number;
+  host?: string;
+  /** No log lines on stdout. */
+  quiet?: boolean;
+  /** Idle keep-alive timeout of the stand-in's server (default 60 s, above a sidecar agent's). */
+  keepAliveTimeoutMs?: number;
+  /** Keep only the newest N recorded requests (default: unlimited). Benchmarks should set this. */
+  maxRecorded?: number;
+}
+
+/** The text every default answer carries; a stream's deltas concatenate to exactly this. */
+export const STANDIN_TEXT = 'Hello from the relay stand-in.';
+
+/** Models listed by `GET /v1/models` (and `GET /v1beta/models`). */
+export const STANDIN_MODELS: readonly string[] = [
+  'gpt-4o-mini',
+  'claude-haiku-4-5',
+  'gemini-2.5-flash',
+  'vend-flash',
+  'vend-flash-free',
+];
+
+const DEFAULT_SSE_EVENTS = 3;
+const COMPLETION_TOKENS = 8;
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** `STANDIN_TEXT` split into `n` consecutive pieces (some empty when n exceeds its length). */
+export function standinDeltas(n: number, text: string = STANDIN_TEXT): string[] {
+  const count = Math.max(1, Math.floor(n));
+  const chars = Array.from(text);
+  const out: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const from = Math.floor((i * chars.length) / count);
+    const to = Math.floor(((i + 1) * chars.length) / count);
+    out.push(chars.slice(from, to).join(''));
+  }
+  return out;
+}
+
+type Answer =
+  | { kind: 'json'; status: number; body: unknown }
+  | { kind: 'stream'; contentType: string; frames: string[] };
+
+interface Exchange {
+  rec: RecordedRequest;
+  req: IncomingMessage;
+  res: ServerResponse;
+  b: RelayBehaviour;
+  /** The stand-in destroyed the socket on purpose (dieAfterEvents). */
+  killed: boolean;
+  /** The response closed (finished or not). */
+  closed: boolean;
+}
+
+export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise<RelayStandin> {
+  const host = opts.host ?? '127.0.0.1';
+  const quiet = opts.quiet ?? false;
+  const maxRecorded = opts.maxRecorded ?? Infinity;
+
+  const requests: RecordedRequest[] = [];
+  let behaviours: { match: (req: RecordedRequest) => boolean; b: RelayBehaviour }[] = [];
+  const sockets = new Set<Socket>();
+  const watchers = new Set<() => void>();
+
+  const notify = (): void => {
+    for (const w of [...watchers]) w();
+  };
+
+  const log = (line: string): void => {
+    if (!quiet) process.stdout.write(`[relay] ${line}\n`);
+  };
+
+  const pickBehaviour = (rec: RecordedRequest): RelayBehaviour => {
+    for (let i = behaviours.length - 1; i >= 0; i--) {
+      const entry = behaviours[i];
+      if (entry && entry.match(rec)) return entry.b;
+    }
+    return {};
+  };
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('error', () => {
+      /* client went away while sending: nothing is recorded */
+    });
+    req.on('end', () => {
+      const rec: RecordedRequest = {
+        method: req.method ?? 'GET',
+        url: req.url ?? '/',
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        body: chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks),
+        remoteAddress: req.socket.remoteAddress ?? '',
+        closedEarly: false,
+      };
+      requests.push(rec);
+      if (requests.length > maxRecorded) requests.splice(0, requests.length - maxRecorded);
+      const ex: Exchange = { rec, req, res, b: pickBehaviour(rec), killed: false, closed: false };
+      res.on('error', () => {
+        /* write after the client left: ignored, `closed` stops further writes */
+      });
+      res.on('close', () => {
+        ex.closed = true;
+        if (!res.writableFinished && !ex.killed) {
+          rec.closedEarly = true;
+          notify();
+        }
+      });
+      notify();
+      answer(ex).catch((err: unknown) => {
+        log(`error answering ${rec.method} ${rec.url}: ${String(err)}`);
+        if (!res.headersSent && !ex.closed) sendJson(ex, 500, openAiError('stand-in failure', 'server_error'));
+        else req.socket.destroy();
+      });
+    });
+  });
+  server.keepAliveTimeout = opts.keepAliveTimeoutMs ?? 60_000;
+  server.headersTimeout = Math.max(server.keepAliveTimeout + 1_000, 60_000);
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+
+  const answer = async (ex: Exchange): Promise<void> => {
+    const { b, rec } = ex;
+    if (b.delayMs !== undefined && b.delayMs > 0) {
+      await sleepUnlessClosed(ex, b.delayMs);
+    }
+    if (ex.closed) return;
+    log(`${rec.method} ${rec.url} (${rec.body.length} bytes)`);
+
+    if (b.dieAfterEvents === 0) {
+      kill(ex);
+      return;
+    }
+    if (b.echo) {
+      const ct = rec.headers['content-type'];
+      sendRaw(ex, b.status ?? 200, rec.body, ct ?? 'application/octet-stream');
+      return;
+    }
+    if (b.body !== undefined) {
+      const bytes = typeof b.body === 'string' ? Buffer.from(b.body, 'utf8') : b.body;
+      sendRaw(ex, b.status ?? 200, bytes, looksLikeJson(bytes) ? JSON_TYPE : 'application/octet-stream');
+      return;
+    }
+    if (b.status !== undefined && b.status >= 400) {
+      sendRaw(ex, b.status, Buffer.alloc(0), undefined);
+      return;
+    }
+
+    const ans = defaultAnswer(rec, b.sseEvents ?? DEFAULT_SSE_EVENTS);
+    if (ans.kind === 'json') {
+      sendJson(ex, b.status ?? ans.status, ans.body);
+      return;
+    }
+    await sendStream(ex, b.status ?? 200, ans.contentType, ans.frames);
+  };
+
+  const standin: RelayStandin = {
+    url: '',
+    port: 0,
+    requests,
+    behave(match, b) {
+      behaviours.push({ match, b });
+    },
+    reset() {
+      requests.length = 0;
+      behaviours = [];
+    },
+    waitFor(pred, timeoutMs = 5_000) {
+      return new Promise<void>((resolve, reject) => {
+        if (pred(requests)) {
+          resolve();
+          return;
+        }
+        const check = (): void => {
+          if (!pred(requests)) return;
+          done();
+          resolve();
+        };
+        const poll = setInterval(check, 10);
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`relay stand-in: waitFor timed out after ${timeoutMs} ms (${requests.length} requests recorded)`));
+        }, timeoutMs);
+        const done = (): void => {
+          clearInterval(poll);
+          clearTimeout(timer);
+          watchers.delete(check);
+        };
+        watchers.add(check);
+      });
+    },
+    openConnections() {
+      return sockets.size;
+    },
+    close() {
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+        server.closeAllConnections();
+      });
+    },
+  };
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address();
+  if (addr === null || typeof addr === 'string') throw new Error('relay stand-in: no TCP address');
+  standin.port = addr.port;
+  standin.url = `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}`;
+  log(`listening on ${standin.url}`);
+  return standin;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sending
+
+function requestId(): string {
+  // new-api: a time string followed by random characters.
+  const d = new Date();
+  const p = (n: number, w = 2): string => String(n).padStart(w, '0');
+  const time = `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}${p(d.getMilliseconds(), 3)}`;
+  return `${time}${randomBytes(6).toString('hex')}`;
+}
+
+function baseHeaders(ex: Exchange, contentType: string | undefined): OutgoingHttpHeaders {
+  const h: OutgoingHttpHeaders = { 'x-oneapi-request-id': requestId() };
+  if (contentType !== undefined) h['content-type'] = contentType;
+  const extra = ex.b.headers ?? {};
+  for (const [k, v] of Object.entries(extra)) h[k.toLowerCase()] = v;
+  return h;
+}
+
+function sendRaw(ex: Exchange, status: number, body: Buffer, contentType: string | undefined): void {
+  if (ex.closed) return;
+  const headers = baseHeaders(ex, contentType);
+  headers['content-length'] = body.length;
+  ex.res.writeHead(status, headers);
+  if (ex.b.dieAfterEvents !== undefined && ex.b.dieAfterEvents > 0 && body.length > 0) {
+    ex.res.write(body.subarray(0, Math.floor(body.length / 2)), () => kill(ex));
+    return;
+  }
+  ex.res.end(body);
+}
+
+function sendJson(ex: Exchange, status: number, value: unknown): void {
+  sendRaw(ex, status, Buffer.from(JSON.stringify(value), 'utf8'), JSON_TYPE);
+}
+
+async function sendStream(ex: Exchange, status: number, contentType: string, frames: string[]): Promise<void> {
+  const { res, b } = ex;
+  if (ex.closed) return;
+  const headers = baseHeaders(ex, contentType);
+  if (headers['cache-control'] === undefined) headers['cache-control'] = 'no-cache';
+  res.writeHead(status, headers);
+  res.flushHeaders();
+  const interval = b.sseIntervalMs ?? 0;
+  let sent = 0;
+  for (const frame of frames) {
+    if (sent > 0) {
+      if (interval > 0) await sleepUnlessClosed(ex, interval);
+      else await new Promise<void>((r) => setImmediate(r));
+    }
+    if (ex.closed) return;
+    const flushed = writeFlushed(ex, frame);
+    sent++;
+    if (b.dieAfterEvents !== undefined && sent >= b.dieAfterEvents) {
+      await flushed;
+      kill(ex);
+      return;
+    }
+    if (res.writableNeedDrain) await drainOrClose(ex);
+  }
+  if (!ex.closed) res.end();
+}
+
+function writeFlushed(ex: Exchange, chunk: string): Promise<void> {
+  return new Promise<void>((resolve) => {
+    ex.res.write(chunk, () => resolve());
+    if (ex.closed) resolve();
+  });
+}
+
+function drainOrClose(ex: Exchange): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      ex.res.off('drain', done);
+      ex.res.off('close', done);
+      resolve();
+    };
+    ex.res.on('drain', done);
+    ex.res.on('close', done);
+  });
+}
+
+function sleepUnlessClosed(ex: Exchange, ms: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      ex.res.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    ex.res.on('close', done);
+  });
+}
+
+function kill(ex: Exchange): void {
+  ex.killed = true;
+  ex.req.socket.destroy();
+}
+
+function looksLikeJson(bytes: Buffer): boolean {
+  for (const c of bytes) {
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
+    return c === 0x7b || c === 0x5b; // { or [
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Default answers
+
+function openAiError(message: string, type: string, code: string | null = null): unknown {
+  return { error: { message, type, param: null, code } };
+}
+
+function newId(prefix: string, bytes = 12): string {
+  return `${prefix}${randomBytes(bytes).toString('hex')}`;
+}
+
+function sse(data: unknown, event?: string): string {
+  const payload = typeof data === 'string' ? data : JSON.stringify(data);
+  return event === undefined ? `data: ${payload}\n\n` : `event: ${event}\ndata: ${payload}\n\n`;
+}
+
+function parseBody(body: Buffer): Record<string, unknown> {
+  if (!looksLikeJson(body)) return {};
+  try {
+    const v: unknown = JSON.parse(body.toString('utf8'));
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+function stringField(o: Record<string, unknown>, key: string, fallback: string): string {
+  const v = o[key];
+  return typeof v === 'string' && v !== '' ? v : fallback;
+}
+
+const GEMINI_PATH = /^\/(v1beta|v1)\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
+const MODEL_PATH = /^\/v1\/models\/([^/]+)$/;
+
+function defaultAnswer(rec: RecordedRequest, n: number): Answer {
+  const q = rec.url.indexOf('?');
+  const path = q === -1 ? rec.url : rec.url.slice(0, q);
+  const query = new URLSearchParams(q === -1 ? '' : rec.url.slice(q + 1));
+  const method = rec.method.toUpperCase();
+  const promptTokens = Math.max(1, Math.ceil(rec.body.length / 4));
+  const anthropicClient = rec.headers['anthropic-version'] !== undefined || rec.headers['x-api-key'] !== undefined;
+
+  if (method === 'POST') {
+    if (path === '/v1/chat/completions') return chatCompletion(parseBody(rec.body), promptTokens, n);
+    if (path === '/v1/responses') return responsesAnswer(parseBody(rec.body), promptTokens, n);
+    if (path === '/v1/messages') return anthropicMessage(parseBody(rec.body), promptTokens, n);
+    const g = GEMINI_PATH.exec(path);
+    if (g) {
+      const model = safeDecode(g[2] ?? 'gemini');
+      return geminiAnswer(model, g[3] === 'streamGenerateContent', query.get('alt') === 'sse', promptTokens, n);
+    }
+  }
+  if (method === 'GET') {
+    if (path === '/v1/models') return { kind: 'json', status: 200, body: modelList(anthropicClient) };
+    const m = MODEL_PATH.exec(path);
+    if (m) {
+      const id = safeDecode(m[1] ?? '');
+      return { kind: 'json', status: 200, body: anthropicClient ? anthropicModel(id) : openAiModel(id) };
+    }
+    if (path === '/v1beta/models') {
+      return {
+        kind: 'json',
+        status: 200,
+        body: {
+          models: STANDIN_MODELS.map((id) => ({
+            name: `models/${id}`,
+            displayName: id,
+            version: '001',
+            inputTokenLimit: 1_048_576,
+            outputTokenLimit: 65_536,
+            supportedGenerationMethods: ['generateContent', 'countTokens'],
+          })),
+        },
+      };
+    }
+    if (path === '/api/usage/token/') {
+      return {
+        kind: 'json',
+        status: 200,
+        body: {
+          code: true,
+          message: 'ok',
+          data: {
+            object: 'token_usage',
+            name: 'demo',
+            total_granted: 500000,
+            total_used: 1234,
+            total_available: 498766,
+            unlimited_quota: false,
+            model_limits: {},
+            model_limits_enabled: false,
+            expires_at: 0,
+          },
+        },
+      };
+    }
+    if (path === '/api/log/token') return { kind: 'json', status: 200, body: { success: true, message: '', data: [] } };
+  }
+  if (path.startsWith('/api/')) return { kind: 'json', status: 200, body: { success: true, message: '', data: {} } };
+  if (path.startsWith('/v1/dashboard/')) {
+    if (path.includes('subscription')) {
+      return {
+        kind: 'json',
+        status: 200,
+        body: {
+          object: 'billing_subscription',
+          has_payment_method: true,
+          soft_limit_usd: 50,
+          hard_limit_usd: 50,
+          system_hard_limit_usd: 50,
+          access_until: 0,
+        },
+      };
+    }
+    return { kind: 'json', status: 200, body: { object: 'list', total_usage: 123.4 } };
+  }
+  return {
+    kind: 'json',
+    status: 404,
+    body: openAiError(`Invalid URL (${method} ${path})`, 'invalid_request_error', 'invalid_url'),
+  };
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+// --- OpenAI chat completions
+
+function chatCompletion(body: Record<string, unknown>, promptTokens: number, n: number): Answer {
+  const id = newId('chatcmpl-');
+  const created = nowSeconds();
+  const model = stringField(body, 'model', 'gpt-4o-mini');
+  const usage = {
+    prompt_tokens: promptTokens,
+    completion_tokens: COMPLETION_TOKENS,
+    total_tokens: promptTokens + COMPLETION_TOKENS,
+    prompt_tokens_details: { cached_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: 0 },
+  };
+  if (body['stream'] !== true) {
+    return {
+      kind: 'json',
+      status: 200,
+      body: {
+        id,
+        object: 'chat.completion',
+        created,
+        model,
+        system_fingerprint: null,
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: STANDIN_TEXT, refusal: null },
+            logprobs: null,
+            finish_reason: 'stop',
+          },
+        ],
+        usage,
+      },
+    };
+  }
+  const so = body['stream_options'];
+  const includeUsage =
+    typeof so === 'object' && so !== null && (so as Record<string, unknown>)['include_usage'] === true;
+  const chunk = (delta: Record<string, unknown>, finish: string | null): string =>
+    sse({
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model,
+      system_fingerprint: null,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      ...(includeUsage ? { usage: null } : {}),
+    });
+  const frames = [chunk({ role: 'assistant', content: '' }, null)];
+  for (const d of standinDeltas(n)) frames.push(chunk({ content: d }, null));
+  frames.push(chunk({}, 'stop'));
+  if (includeUsage) {
+    frames.push(sse({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: null, choices: [], usage }));
+  }
+  frames.push(sse('[DONE]'));
+  return { kind: 'stream', contentType: 'text/event-stream', frames };
+}
+
+// --- OpenAI responses
+
+function responsesAnswer(body: Record<string, unknown>, promptTokens: number, n: number): Answer {
+  const id = newId('resp_', 24);
+  const msgId = newId('msg_', 24);
+  const createdAt = nowSeconds();
+  const model = stringField(body, 'model', 'gpt-4o-mini');
+  const usage = {
+    input_tokens: promptTokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: COMPLETION_TOKENS,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: promptTokens + COMPLETION_TOKENS,
+  };
+  const part = (text: string): Record<string, unknown> => ({ type: 'output_text', text, annotations: [], logprobs: [] });
+  const item = (status: string, content: unknown[]): Record<string, unknown> => ({
+    type: 'message',
+    id: msgId,
+    status,
+    role: 'assistant',
+    content,
+  });
+  const response = (status: string, output: unknown[], u: unknown): Record<string, unknown> => ({
+    id,
+    object: 'response',
+    created_at: createdAt,
+    status,
+    background: false,
+    error: null,
+    incomplete_details: null,
+    instructions: typeof body['instructions'] === 'string' ? body['instructions'] : null,
+    max_output_tokens: null,
+    model,
+    output,
+    parallel_tool_calls: true,
+    previous_response_id: null,
+    reasoning: { effort: null, summary: null },
+    service_tier: 'default',
+    store: true,
+    temperature: 1,
+    text: { format: { type: 'text' } },
+    tool_choice: 'auto',
+    tools: [],
+    top_p: 1,
+    truncation: 'disabled',
+    usage: u,
+    user: null,
+    metadata: {},
+  });
+  const done = response('completed', [item('completed', [part(STANDIN_TEXT)])], usage);
+  if (body['stream'] !== true) return { kind: 'json', status: 200, body: done };
+
+  let seq = 0;
+  const ev = (type: string, fields: Record<string, unknown>): string =>
+    sse({ type, sequence_number: seq++, ...fields }, type);
+  const where = { item_id: msgId, output_index: 0, content_index: 0 };
+  const frames = [
+    ev('response.created', { response: response('in_progress', [], null) }),
+    ev('response.in_progress', { response: response('in_progress', [], null) }),
+    ev('response.output_item.added', { output_index: 0, item: item('in_progress', []) }),
+    ev('response.content_part.added', { ...where, part: part('') }),
+  ];
+  for (const d of standinDeltas(n)) frames.push(ev('response.output_text.delta', { ...where, delta: d, logprobs: [] }));
+  frames.push(
+    ev('response.output_text.done', { ...where, text: STANDIN_TEXT, logprobs: [] }),
+    ev('response.content_part.done', { ...where, part: part(STANDIN_TEXT) }),
+    ev('response.output_item.done', { output_index: 0, item: item('completed', [part(STANDIN_TEXT)]) }),
+    ev('response.completed', { response: done }),
+  );
+  return { kind: 'stream', contentType: 'text/event-stream', frames };
+}
+
+// --- Anthropic messages
+
+function anthropicMessage(body: Record<string, unknown>, promptTokens: number, n: number): Answer {
+  const id = newId('msg_', 12);
+  const model = stringField(body, 'model', 'claude-haiku-4-5');
+  const message = (content: unknown[], stopReason: string | null, outputTokens: number): Record<string, unknown> => ({
+    id,
+    type: 'message',
+    role: 'assistant',
+    model,
+    content,
+    stop_reason: stopReason,
+    stop_sequence: null,
+    usage: {
+      input_tokens: promptTokens,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      output_tokens: outputTokens,
+      service_tier: 'standard',
+    },
+  });
+  if (body['stream'] !== true) {
+    return { kind: 'json', status: 200, body: message([{ type: 'text', text: STANDIN_TEXT }], 'end_turn', COMPLETION_TOKENS) };
+  }
+  const ev = (type: string, fields: Record<string, unknown>): string => sse({ type, ...fields }, type);
+  const frames = [
+    ev('message_start', { message: message([], null, 1) }),
+    ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+    ev('ping', {}),
+  ];
+  for (const d of standinDeltas(n)) {
+    frames.push(ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: d } }));
+  }
+  frames.push(
+    ev('content_block_stop', { index: 0 }),
+    ev('message_delta', {
+      delta: { stop_reason: 'end_turn', stop_sequence: null },
+      usage: { output_tokens: COMPLETION_TOKENS },
+    }),
+    ev('message_stop', {}),
+  );
+  return { kind: 'stream', contentType: 'text/event-stream', frames };
+}
+
+// --- Gemini
+
+function geminiAnswer(model: string, stream: boolean, alt: boolean, promptTokens: number, n: number): Answer {
+  const responseId = randomBytes(12).toString('base64url');
+  const usage = (candidates: number): Record<string, unknown> => ({
+    promptTokenCount: promptTokens,
+    candidatesTokenCount: candidates,
+    totalTokenCount: promptTokens + candidates,
+    promptTokensDetails: [{ modality: 'TEXT', tokenCount: promptTokens }],
+  });
+  const chunk = (text: string, last: boolean, candidates: number): Record<string, unknown> => ({
+    candidates: [
+      {
+        content: { role: 'model', parts: [{ text }] },
+        ...(last ? { finishReason: 'STOP' } : {}),
+        index: 0,
+      },
+    ],
+    usageMetadata: usage(candidates),
+    modelVersion: model,
+    responseId,
+  });
+  if (!stream) return { kind: 'json', status: 200, body: chunk(STANDIN_TEXT, true, COMPLETION_TOKENS) };
+  const deltas = standinDeltas(n);
+  const chunks = deltas.map((d, i) => {
+    const last = i === deltas.length - 1;
+    return chunk(d, last, last ? COMPLETION_TOKENS : i + 1);
+  });
+  if (alt) return { kind: 'stream', contentType: 'text/event-stream', frames: chunks.map((c) => sse(c)) };
+  // Without alt=sse the API streams one JSON array.
+  const frames = chunks.map((c, i) => `${i === 0 ? '[' : ',\r\n'}${JSON.stringify(c)}`);
+  frames.push(']');
+  return { kind: 'stream', contentType: JSON_TYPE, frames };
+}
+
+// --- models
+
+function openAiModel(id: string): Record<string, unknown> {
+  return { id, object: 'model', created: 1_700_000_000, owned_by: 'relay' };
+}
+
+function anthropicModel(id: string): Record<string, unknown> {
+  return { type: 'model', id, display_name: id, created_at: '2025-01-01T00:00:00Z' };
+}
+
+function modelList(anthropic: boolean): Record<string, unknown> {
+  if (!anthropic) return { object: 'list', data: STANDIN_MODELS.map(openAiModel), success: true };
+  return {
+    data: STANDIN_MODELS.map(anthropicModel),
+    has_more: false,
+    first_id: STANDIN_MODELS[0] ?? null,
+    last_id: STANDIN_MODELS[STANDIN_MODELS.length - 1] ?? null,
+  };
+}

@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
+import { request } from '../support/http.js';
+
+describe.each(STORE_KINDS)('per-IP limits on the %s store', (kind) => {
+  let h: Harness;
+  let clock: ManualClock;
+  let key: string;
+
+  beforeAll(async () => {
+    clock = new ManualClock(Date.UTC(2026, 5, 1, 0, 0, 0));
+    // Loopback is a trusted proxy here so each test can act as its own client address.
+    h = await startHarness({ store: kind, clock, file: { trustedProxies: ['127.0.0.0/8', '::1/128'] } });
+    key = (await h.createKey('ip-user')).key;
+  });
+  afterAll(() => h.close());
+
+  const get = (path: string, ip: string, headers: Record<string, string> = { authorization: `Bearer ${key}` }) =>
+    request(h.url, 'GET', path, { headers: { ...headers, 'x-forwarded-for': ip } });
+
+  it('shares one budget of 20 per 1200 s between the two usage query endpoints, then 429 with Retry-After and an empty body', async () => {
+    const ip = '203.0.113.1';
+    for (let i = 0; i < 20; i++) {
+      const r = await get(i % 2 ? '/api/log/token' : '/api/usage/token/', ip);
+      expect(r.status).toBe(200);
+    }
+    for (const p of ['/api/log/token', '/api/usage/token/']) {
+      const r = await get(p, ip);
+      expect(r.status).toBe(429);
+      expect(r.body.length).toBe(0);
+      expect(r.headers['content-type']).toBeUndefined();
+      expect(r.headers['retry-after']).toBe('1200');
+    }
+    // Another address has its own budget.
+    expect((await get('/api/log/token', '203.0.113.2')).status).toBe(200);
+    clock.advance(1200_000);
+    expect((await get('/api/log/token', ip)).status).toBe(200);
+  });
+
+  it('counts requests before authentication', async () => {
+    const ip = '203.0.113.10';
+    for (let i = 0; i < 20; i++) expect((await get('/api/usage/token/', ip, {})).status).toBe(401);
+    expect((await get('/api/usage/token/', ip)).status).toBe(429);
+  });
+
+  it('limits other /api/* and /v1/dashboard/* to 360 per 180 s, a budget separate from the usage queries', async () => {
+    const ip = '203.0.113.20';
+    for (let i = 0; i < 360; i++) {
+      const r = await get(i % 2 ? '/api/status' : '/v1/dashboard/billing/usage', ip);
+      if (r.status !== 200) throw new Error(`call ${i} got ${r.status}`);
+    }
+    const r = await get('/api/user/self', ip);
+    expect(r.status).toBe(429);
+    expect(r.body.length).toBe(0);
+    expect(r.headers['retry-after']).toBe('180');
+    expect((await get('/api/log/token', ip)).status).toBe(200);
+    clock.advance(90_000);
+    expect((await get('/api/status', ip)).status).toBe(429);
+    clock.advance(90_000);
+    expect((await get('/api/status', ip)).status).toBe(200);
+  });
+
+  it('does not limit model endpoints by IP', async () => {
+    const ip = '203.0.113.30';
+    for (let i = 0; i < 30; i++) expect((await get('/v1/models', ip)).status).toBe(200);
+  });
+
+  it('takes the right-most untrusted X-Forwarded-For entry, so a client cannot pick its address', async () => {
+    const ip = '203.0.113.40';
+    for (let i = 0; i < 20; i++) {
+      // Each request claims a different origin on the left; the proxy-appended entry is what counts.
+      expect((await get('/api/log/token', `10.0.0.${i}, ${ip}`)).status).toBe(200);
+    }
+    expect((await get('/api/log/token', `10.9.9.9, ${ip}`)).status).toBe(429);
+    h.relay.reset();
+    await get('/v1/models', `198.51.100.7, ${ip}, 127.0.0.1`);
+    expect(h.relay.requests[0]!.headers['x-forwarded-for']).toBe(ip);
+  });
+});
+
+describe.each(STORE_KINDS)('per-IP limits from an untrusted peer on the %s store', (kind) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ store: kind, file: { ipLimits: [{ name: 'q', paths: ['/api/log/token', '/api/custom*'], limit: 3, windowSeconds: 60 }] } });
+  });
+  afterAll(() => h.close());
+
+  it('ignores a spoofed X-Forwarded-For and limits the socket address', async () => {
+    for (let i = 0; i < 3; i++) {
+      expect((await request(h.url, 'GET', '/api/log/token', { headers: { 'x-forwarded-for': `198.51.100.${i}` } })).status).toBe(401);
+    }
+    const r = await request(h.url, 'GET', '/api/customize', { headers: { 'x-forwarded-for': '198.51.100.99' } });
+    expect(r.status).toBe(429);
+    expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(59);
+  });
+
+  it('tells the relay the socket address, not the spoofed one', async () => {
+    const k = (await h.createKey('spoof')).key;
+    h.relay.reset();
+    await request(h.url, 'GET', '/v1/models', { headers: { authorization: `Bearer ${k}`, 'x-forwarded-for': '1.2.3.4', 'x-real-ip': '1.2.3.4' } });
+    const got = h.relay.requests[0]!.headers;
+    expect(got['x-forwarded-for']).toBe('127.0.0.1');
+    expect(got['x-real-ip']).toBeUndefined();
+  });
+
+  it('uses configured rules in place of the defaults (first match wins, * is a prefix)', async () => {
+    // /api/usage/token/ matches no configured rule now: unlimited by IP.
+    for (let i = 0; i < 25; i++) expect((await request(h.url, 'GET', '/api/usage/token/')).status).toBe(401);
+  });
+});
