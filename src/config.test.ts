@@ -1,0 +1,70 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { buildConfig, DEFAULT_IP_LIMITS, loadConfig } from './config.js';
+
+const ENV = { SLUICE_UPSTREAM_URL: 'http://127.0.0.1:3000' };
+
+describe('config', () => {
+  it('has the contract as its defaults', () => {
+    const c = buildConfig({}, ENV);
+    expect(c.port).toBe(8080);
+    expect(c.adminPort).toBe(9090);
+    expect(c.maxBodyBytes).toBe(32 * 1024 * 1024);
+    expect(c.freeTier).toEqual({ perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null });
+    expect(c.ipLimits).toEqual(DEFAULT_IP_LIMITS);
+    expect(c.trustedProxies).toEqual([]);
+    expect(c.redisUrl).toBeNull();
+    expect(c.upstream.credential).toBeNull();
+  });
+
+  it('refuses to start without SLUICE_UPSTREAM_URL, saying so', () => {
+    expect(() => buildConfig({}, {})).toThrow(/SLUICE_UPSTREAM_URL is required/);
+  });
+
+  it.each([
+    [{ bogus: 1 }, /unknown config key "bogus"/],
+    [{ freeTier: { perMinute: 0 } }, /"freeTier.perMinute" must be an integer/],
+    [{ freeTier: { perMinut: 5 } }, /unknown config key "freeTier.perMinut"/],
+    [{ freeTier: { timeZone: 'Mars/Olympus' } }, /"freeTier.timeZone" is not a known IANA time zone/],
+    [{ freeTier: { modelSuffix: '-free', models: ['a'] } }, /exclusive/],
+    [{ maxBodyBytes: '12MB' }, /"maxBodyBytes" must be an integer/],
+    [{ trustedProxies: ['10.0.0.0/33'] }, /"trustedProxies\[0\]" has an invalid prefix length/],
+    [{ trustedProxies: 'x' }, /"trustedProxies" must be a list/],
+    [{ ipLimits: [{ name: 'a', paths: ['api/*'], limit: 1, windowSeconds: 1 }] }, /"ipLimits\[0\].paths\[0\]" must start with "\/"/],
+    [{ ipLimits: [{ name: 'a', paths: ['/a*b'], limit: 1, windowSeconds: 1 }] }, /"ipLimits\[0\].paths\[0\]" may hold "\*" only at its end/],
+    [{ ipLimits: [{ name: 'a', paths: ['/a'], limit: -1, windowSeconds: 1 }] }, /"ipLimits\[0\].limit"/],
+    [{ ipLimits: [{ name: 'a', paths: ['/a'], limit: 1, windowSeconds: 1, extra: 1 }] }, /unknown config key "ipLimits\[0\].extra"/],
+    [{ upstream: { credential: 5 } }, /"upstream.credential" must be a non-empty string/],
+    [{ logLevel: 'loud' }, /"logLevel" must be one of/],
+  ])('rejects %j naming the key', (file, msg) => {
+    expect(() => buildConfig(file as Record<string, unknown>, ENV)).toThrow(msg);
+  });
+
+  it.each([
+    [{ SLUICE_PORT: 'eighty' }, /"SLUICE_PORT" must be an integer/],
+    [{ SLUICE_REDIS_URL: 'http://x' }, /"SLUICE_REDIS_URL" must be a redis:\/\/ or rediss:\/\//],
+    [{ SLUICE_UPSTREAM_URL: 'ftp://x' }, /"SLUICE_UPSTREAM_URL" must be an http/],
+    [{ SLUICE_ADMIN_TOKEN: 'short' }, /SLUICE_ADMIN_TOKEN must be at least 16/],
+  ])('rejects environment %j naming the variable', (env, msg) => {
+    expect(() => buildConfig({}, { ...ENV, ...env })).toThrow(msg);
+  });
+
+  it('reads a YAML file named by SLUICE_CONFIG, and the environment wins', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-cfg-'));
+    const file = join(dir, 'config.yaml');
+    writeFileSync(file, 'port: 7000\nadminPort: 7001\nfreeTier:\n  perMinute: 5\n  models: [a-free, b]\nupstream:\n  url: http://relay:3000\n');
+    const c = loadConfig({ SLUICE_CONFIG: file, SLUICE_PORT: '7100' });
+    expect(c.port).toBe(7100);
+    expect(c.adminPort).toBe(7001);
+    expect(c.freeTier.perMinute).toBe(5);
+    expect(c.freeTier.models).toEqual(['a-free', 'b']);
+    expect(c.upstream.url.href).toBe('http://relay:3000/');
+    writeFileSync(file, '{"maxBodyBytes": 1024}');
+    expect(loadConfig({ ...ENV, SLUICE_CONFIG: file }).maxBodyBytes).toBe(1024);
+    writeFileSync(file, 'port: [unclosed');
+    expect(() => loadConfig({ ...ENV, SLUICE_CONFIG: file })).toThrow(/not valid YAML/);
+    expect(() => loadConfig({ ...ENV, SLUICE_CONFIG: join(dir, 'missing.yaml') })).toThrow(/cannot read config file/);
+  });
+});

@@ -1,0 +1,156 @@
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ADMIN_TOKEN, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
+import { freePort } from '../support/redis.js';
+
+const run = promisify(execFile);
+const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+describe.each(STORE_KINDS)('admin API on the %s store', (kind) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ store: kind });
+  });
+  afterAll(() => h.close());
+
+  it('answers /healthz and /readyz without a token', async () => {
+    expect((await fetch(`${h.adminUrl}/healthz`)).status).toBe(200);
+    expect((await fetch(`${h.adminUrl}/readyz`)).status).toBe(200);
+  });
+
+  it('refuses every /admin call without the right token', async () => {
+    for (const headers of [{}, { authorization: 'Bearer wrong-token-000000000' }, { authorization: ADMIN_TOKEN }]) {
+      const r = await fetch(`${h.adminUrl}/admin/keys?user=x`, { headers });
+      expect(r.status).toBe(401);
+    }
+  });
+
+  it('creates a key shown once, lists it without secrets, deletes it once', async () => {
+    const r = await fetch(`${h.adminUrl}/admin/keys`, { method: 'POST', headers: auth, body: JSON.stringify({ user: 'adm', name: 'laptop' }) });
+    expect(r.status).toBe(201);
+    const created = (await r.json()) as Record<string, string>;
+    expect(Object.keys(created).sort()).toEqual(['createdAt', 'id', 'key', 'name', 'user']);
+    expect(created.key).toMatch(/^sk-[A-Za-z0-9_-]{32,}$/);
+    expect(created).toMatchObject({ user: 'adm', name: 'laptop' });
+
+    const list = await (await fetch(`${h.adminUrl}/admin/keys?user=adm`, { headers: auth })).text();
+    expect(list).not.toContain(created.key!.slice(3));
+    expect(JSON.parse(list)).toEqual({ keys: [{ id: created.id, user: 'adm', name: 'laptop', createdAt: created.createdAt }] });
+
+    expect((await fetch(`${h.adminUrl}/admin/keys/${created.id}`, { method: 'DELETE', headers: auth })).status).toBe(204);
+    expect((await fetch(`${h.adminUrl}/admin/keys/${created.id}`, { method: 'DELETE', headers: auth })).status).toBe(404);
+    expect(await (await fetch(`${h.adminUrl}/admin/keys?user=adm`, { headers: auth })).json()).toEqual({ keys: [] });
+  });
+
+  it('imports an existing key, with or without sk-, and refuses a duplicate', async () => {
+    const body = 'Abcdefghijklmnopqrstuvwxyz012345';
+    const r = await fetch(`${h.adminUrl}/admin/keys`, { method: 'POST', headers: auth, body: JSON.stringify({ user: 'imp', key: body }) });
+    expect(r.status).toBe(201);
+    expect(((await r.json()) as { key: string }).key).toBe(`sk-${body}`);
+    const dup = await fetch(`${h.adminUrl}/admin/keys`, { method: 'POST', headers: auth, body: JSON.stringify({ user: 'imp2', key: `sk-${body}` }) });
+    expect(dup.status).toBe(409);
+    const ok = await fetch(`${h.url}/v1/models`, { headers: { authorization: `Bearer ${body}` } });
+    expect(ok.status).toBe(200);
+  });
+
+  it('answers bad admin input with a clear JSON error', async () => {
+    const cases: Array<[string, number, string]> = [
+      ['not json', 400, 'invalid_json'],
+      ['{"name":"x"}', 400, 'invalid_user'],
+      ['{"user":"a b"}', 400, 'invalid_user'],
+      ['{"user":"a","key":"short"}', 400, 'invalid_key'],
+      ['{"user":"a","role":"admin"}', 400, 'unknown_field'],
+    ];
+    for (const [body, status, code] of cases) {
+      const r = await fetch(`${h.adminUrl}/admin/keys`, { method: 'POST', headers: auth, body });
+      expect(r.status, body).toBe(status);
+      expect(((await r.json()) as { error: { code: string } }).error.code).toBe(code);
+    }
+    expect((await fetch(`${h.adminUrl}/admin/keys`, { headers: auth })).status).toBe(400);
+    expect((await fetch(`${h.adminUrl}/admin/nothing`, { headers: auth })).status).toBe(404);
+  });
+
+  it('shows a user free-tier state and the effective config without secrets', async () => {
+    const s = (await (await fetch(`${h.adminUrl}/admin/users/nobody/limits`, { headers: auth })).json()) as { freeTier: { window: object; day: object } };
+    expect(s.freeTier.window).toMatchObject({ limit: 20, windowSeconds: 60, used: 0, remaining: 20, retryAfterSeconds: 0 });
+    expect(s.freeTier.day).toMatchObject({ limit: 100, timeZone: 'Asia/Shanghai', used: 0, remaining: 100 });
+    const cfg = await (await fetch(`${h.adminUrl}/admin/config`, { headers: auth })).text();
+    expect(cfg).not.toContain(ADMIN_TOKEN);
+    expect(JSON.parse(cfg).freeTier.perMinute).toBe(20);
+  });
+});
+
+describe('readiness follows the store', () => {
+  it('turns /readyz to 503 when Redis is gone', async () => {
+    const { spawnRedis } = await import('../support/redis.js');
+    const redis = await spawnRedis();
+    const h = await startHarness({ store: 'redis', redisUrl: redis.url, redisCommandTimeoutMs: 200 });
+    try {
+      expect((await fetch(`${h.adminUrl}/readyz`)).status).toBe(200);
+      await redis.kill();
+      expect((await fetch(`${h.adminUrl}/readyz`)).status).toBe(503);
+      expect((await fetch(`${h.adminUrl}/healthz`)).status).toBe(200);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('the sluice command line', () => {
+  const cli = (args: string[], env: Record<string, string> = {}) =>
+    run('node', ['bin/sluice.js', ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
+
+  it('creates, lists and deletes keys against Redis', async () => {
+    const env = { SLUICE_REDIS_URL: inject('redisUrl') };
+    const user = `cli-${process.pid}-${Date.now()}`;
+    const created = JSON.parse((await cli(['keys', 'create', '--user', user, '--name', 'ci'], env)).stdout) as { id: string; key: string };
+    expect(created.key).toMatch(/^sk-/);
+    const listed = JSON.parse((await cli(['keys', 'list', '--user', user], env)).stdout) as { keys: Array<{ id: string }> };
+    expect(listed.keys.map((k) => k.id)).toEqual([created.id]);
+    expect((await cli(['keys', 'delete', created.id], env)).stdout).toContain('deleted');
+    await expect(cli(['keys', 'delete', created.id], env)).rejects.toMatchObject({ code: 1 });
+  });
+
+  it('validates a config file and names the bad key', async () => {
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const dir = mkdtempSync('/tmp/sluice-cli-');
+    writeFileSync(`${dir}/ok.yaml`, 'freeTier:\n  perMinute: 10\n');
+    writeFileSync(`${dir}/bad.yaml`, 'freeTier:\n  perMinute: ten\n');
+    expect((await cli(['config', 'check', `${dir}/ok.yaml`])).stdout).toContain('valid');
+    await expect(cli(['config', 'check', `${dir}/bad.yaml`])).rejects.toMatchObject({ code: 78, stderr: expect.stringContaining('freeTier.perMinute') });
+  });
+});
+
+describe('npm start', () => {
+  it('stops with a clear message when SLUICE_UPSTREAM_URL is missing', async () => {
+    const env = { ...process.env };
+    delete env.SLUICE_UPSTREAM_URL;
+    await expect(run('node', ['--import', 'tsx', 'src/main.ts'], { env, encoding: 'utf8' })).rejects.toMatchObject({
+      code: 78,
+      stderr: expect.stringContaining('SLUICE_UPSTREAM_URL is required'),
+    });
+  });
+
+  it('warns that the embedded store is for one replica, serves, and exits 0 on SIGTERM', async () => {
+    const port = await freePort();
+    const adminPort = await freePort();
+    const child = spawn('node', ['--import', 'tsx', 'src/main.ts'], {
+      env: { ...process.env, SLUICE_UPSTREAM_URL: 'http://127.0.0.1:9', SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPort), SLUICE_HOST: '127.0.0.1' },
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    try {
+      const deadline = Date.now() + 15_000;
+      while (Date.now() < deadline && !out.includes('sluice listening')) await new Promise((r) => setTimeout(r, 100));
+      expect(out).toMatch(/embedded in-process store.*one replica/);
+      expect((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${port}/v1/models`)).status).toBe(401);
+      const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      child.kill('SIGTERM');
+      expect(await exit).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
