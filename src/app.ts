@@ -1,6 +1,7 @@
 /**
  * Wires the parts into a running sidecar: a public listener (the gateway) and
- * an admin listener, over one store and one clock.
+ * an admin listener, over one store, one clock, one metrics registry and a
+ * policy that config reloads swap atomically.
  */
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,12 +10,14 @@ import { createAdminHandler } from './admin/server.js';
 import { KeyService } from './admin/keys.js';
 import { Authenticator, storeKeySource, type AuthenticatorOptions } from './auth/authenticator.js';
 import { systemClock, type Clock } from './clock.js';
-import { publicConfig, trustedProxyList, type Config } from './config.js';
+import { publicConfig, type Config } from './config.js';
+import { ConfigWatcher } from './config-watch.js';
 import { Forwarder } from './forward/proxy.js';
 import { createGateway } from './gateway.js';
-import { FreeTierLimiter } from './limits/free-tier.js';
-import { IpLimiter } from './limits/ip.js';
+import { GuardedLimits } from './limits/guard.js';
 import { createLogger } from './log.js';
+import { Metrics } from './metrics.js';
+import { buildPolicy, restartOnlyChanges, type Policy } from './policy.js';
 import { MemoryStore } from './store/memory.js';
 import { RedisStore } from './store/redis.js';
 import type { Store } from './store/types.js';
@@ -25,53 +28,77 @@ export interface SluiceOptions {
   log?: Logger;
   /** Supply a store (tests); otherwise Redis when configured, else the embedded store. */
   store?: Store;
-  /** Redis key prefix (several deployments or test runs on one Redis). */
-  redisKeyPrefix?: string;
-  redisCommandTimeoutMs?: number;
   auth?: AuthenticatorOptions;
+  /** Watch this config file and apply valid changes (npm start passes SLUICE_CONFIG). */
+  configFile?: { path: string; env: NodeJS.ProcessEnv; pollMs?: number };
+  /** Collect Node process metrics (off in tests that start many instances). */
+  processMetrics?: boolean;
 }
 
 export interface Sluice {
-  readonly config: Config;
   readonly store: Store;
   readonly keys: KeyService;
   readonly log: Logger;
+  readonly metrics: Metrics;
   readonly publicServer: Server;
   readonly adminServer: Server;
+  /** The config in force now (changes on reload). */
+  config(): Config;
   /** Starts both listeners; resolves with the ports actually bound. */
   listen(): Promise<{ port: number; adminPort: number }>;
+  /**
+   * Graceful stop: readiness false at once, no new connections, in-flight
+   * requests and streams get up to `drainSeconds`, then everything closes.
+   */
+  drain(): Promise<{ forced: number }>;
   close(): Promise<void>;
 }
 
-export function createStore(config: Config, log: Logger, opts: Pick<SluiceOptions, 'redisKeyPrefix' | 'redisCommandTimeoutMs'> = {}): Store {
+export function createStore(config: Config, log: Logger): Store {
+  const r = config.redis;
   if (config.redisUrl) {
-    return new RedisStore({ url: config.redisUrl, keyPrefix: opts.redisKeyPrefix, commandTimeoutMs: opts.redisCommandTimeoutMs });
+    return new RedisStore({
+      url: config.redisUrl,
+      keyPrefix: r.keyPrefix,
+      commandTimeoutMs: r.commandTimeoutMs,
+      sentinels: r.sentinels && r.sentinelName ? { addresses: r.sentinels, name: r.sentinelName } : undefined,
+      clusterNodes: r.clusterNodes ?? undefined,
+    });
   }
   log.warn('SLUICE_REDIS_URL is not set: using the embedded in-process store. Keys and limits live in this process only; run exactly one replica.');
   return new MemoryStore();
 }
 
 export function createSluice(opts: SluiceOptions): Sluice {
-  const { config } = opts;
+  let config = opts.config;
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);
-  const store = opts.store ?? createStore(config, log, opts);
-  const authenticator = new Authenticator([storeKeySource(store)], clock, opts.auth);
-  const freeTier = new FreeTierLimiter(config.freeTier, store, clock);
-  const ipLimiter = new IpLimiter(config.ipLimits, store, clock);
+  const metrics = new Metrics({ processMetrics: opts.processMetrics });
+  const store = opts.store ?? createStore(config, log);
+  const limits = new GuardedLimits(store, metrics, () => config.limits.onStoreError);
+  let policy: Policy = buildPolicy(config, limits, clock);
+  const authenticator = new Authenticator(
+    [
+      {
+        ...storeKeySource(store),
+        findByHash: (hash) => metrics.timeStore('find_key', () => storeKeySource(store).findByHash(hash)),
+      },
+    ],
+    clock,
+    opts.auth,
+  );
   const forwarder = new Forwarder({ upstream: config.upstream.url });
   const keys = new KeyService(store, clock, (hash) => authenticator.onChange({ type: 'deleted', hash }));
+  let draining = false;
 
   const gateway = createGateway({
     clock,
     log,
+    metrics,
     authenticator,
-    freeTier,
-    ipLimiter,
     forwarder,
-    trustedProxies: config.trustedProxies.length ? trustedProxyList(config.trustedProxies) : null,
-    maxBodyBytes: config.maxBodyBytes,
-    upstreamCredential: config.upstream.credential,
+    policy: () => policy,
+    draining: () => draining,
   });
   const publicServer = http.createServer({ noDelay: true, keepAliveTimeout: 65_000, headersTimeout: 66_000 }, gateway);
   // A stream may stay silent for minutes while a model reasons: no idle cut-off on the response side.
@@ -90,11 +117,33 @@ export function createSluice(opts: SluiceOptions): Sluice {
     log,
     adminToken: config.adminToken,
     keys,
-    freeTier,
-    ready: () => store.ping(),
+    freeTier: () => policy.freeTier,
+    ready: async () => !draining && (await store.ping()),
     effectiveConfig: () => publicConfig(config),
+    metrics,
   });
   const adminServer = http.createServer(admin);
+
+  const watcher = opts.configFile
+    ? new ConfigWatcher({
+        ...opts.configFile,
+        onReload: (next) => {
+          const ignored = restartOnlyChanges(config, next);
+          if (ignored.length) log.warn({ settings: ignored }, 'config reload: these settings only change on restart; keeping the running values');
+          // Start-up-only settings keep their running values; everything else applies at once.
+          const merged: Config = { ...next, upstream: { ...next.upstream, url: config.upstream.url }, redisUrl: config.redisUrl, redis: config.redis, host: config.host, port: config.port, adminHost: config.adminHost, adminPort: config.adminPort, adminToken: config.adminToken };
+          policy = buildPolicy(merged, limits, clock);
+          config = merged;
+          log.level = merged.logLevel;
+          metrics.configReloads.inc({ result: 'success' });
+          log.info({ config: publicConfig(merged) }, 'config reloaded');
+        },
+        onError: (err) => {
+          metrics.configReloads.inc({ result: 'failure' });
+          log.error({ err: err.message }, 'config reload rejected; keeping the running config');
+        },
+      })
+    : null;
 
   const listenOn = (s: Server, port: number, host: string): Promise<number> =>
     new Promise((resolve, reject) => {
@@ -105,34 +154,60 @@ export function createSluice(opts: SluiceOptions): Sluice {
       });
     });
 
+  const stopListening = (s: Server): Promise<void> =>
+    new Promise((resolve) => {
+      if (!s.listening) return resolve();
+      s.close(() => resolve());
+      s.closeIdleConnections();
+    });
+
   let closed = false;
-  return {
-    config,
+  const sluice: Sluice = {
     store,
     keys,
     log,
+    metrics,
     publicServer,
     adminServer,
+    config: () => config,
     async listen() {
       const port = await listenOn(publicServer, config.port, config.host);
       const adminPort = await listenOn(adminServer, config.adminPort, config.adminHost);
+      watcher?.start();
       log.info({ port, adminPort, upstream: config.upstream.url.origin, store: store.kind }, 'sluice listening');
       return { port, adminPort };
+    },
+    async drain() {
+      draining = true;
+      const deadline = Date.now() + config.drainSeconds * 1000;
+      log.info({ drainSeconds: config.drainSeconds }, 'draining: not ready, no new connections');
+      const closedPublic = stopListening(publicServer);
+      // Idle keep-alive connections go now; busy ones close after their current answer.
+      const idleSweep = setInterval(() => publicServer.closeIdleConnections(), 250);
+      const done = await Promise.race([
+        closedPublic.then(() => true),
+        new Promise<false>((r) => setTimeout(() => r(false), Math.max(0, deadline - Date.now())).unref()),
+      ]);
+      clearInterval(idleSweep);
+      let forced = 0;
+      if (!done) {
+        forced = Math.round((await metrics.inflight.get()).values[0]?.value ?? 0);
+        log.warn({ forced }, 'drain deadline passed; closing the remaining connections');
+        publicServer.closeAllConnections();
+      }
+      return { forced };
     },
     async close() {
       if (closed) return;
       closed = true;
-      const stop = (s: Server): Promise<void> =>
-        new Promise((resolve) => {
-          if (!s.listening) return resolve();
-          s.close(() => resolve());
-          s.closeIdleConnections();
-        });
+      draining = true;
+      watcher?.stop();
       publicServer.closeAllConnections();
       adminServer.closeAllConnections();
-      await Promise.all([stop(publicServer), stop(adminServer)]);
+      await Promise.all([stopListening(publicServer), stopListening(adminServer)]);
       forwarder.close();
       await store.close();
     },
   };
+  return sluice;
 }

@@ -14,6 +14,8 @@ export interface IpLimitRule {
   paths: string[];
   limit: number;
   windowSeconds: number;
+  /** Evaluate, count and report, but admit: try a new limit safely. */
+  shadow: boolean;
 }
 
 export interface FreeTierConfig {
@@ -25,11 +27,27 @@ export interface FreeTierConfig {
   modelSuffix: string;
   /** Explicit list of free model ids; replaces the suffix rule when present. */
   models: string[] | null;
+  /** Evaluate, count and report, but admit: try a new limit safely. */
+  shadow: boolean;
+}
+
+export interface RedisConfig {
+  url: string | null;
+  /** Prefix of every key and channel (several deployments on one Redis). Must not contain "{". */
+  keyPrefix: string;
+  /** Bound on one Redis command; past it the call fails and `limits.onStoreError` applies. */
+  commandTimeoutMs: number;
+  /** Sentinel addresses (host:port); with `sentinelName`, replaces the URL's host. */
+  sentinels: string[] | null;
+  sentinelName: string | null;
+  /** Cluster seed nodes (host:port); the URL then only supplies password and TLS. */
+  clusterNodes: string[] | null;
 }
 
 export interface Config {
   upstream: { url: URL; credential: string | null };
   redisUrl: string | null;
+  redis: RedisConfig;
   host: string;
   port: number;
   adminHost: string;
@@ -40,11 +58,14 @@ export interface Config {
   freeTier: FreeTierConfig;
   ipLimits: IpLimitRule[];
   logLevel: string;
+  /** On SIGTERM: how long in-flight requests and open streams may take before exit. */
+  drainSeconds: number;
+  limits: { onStoreError: 'open' | 'closed' };
 }
 
 export const DEFAULT_IP_LIMITS: readonly IpLimitRule[] = Object.freeze([
-  { name: 'usage-query', paths: ['/api/log/token', '/api/usage/token/'], limit: 20, windowSeconds: 1200 },
-  { name: 'api-and-dashboard', paths: ['/api/*', '/v1/dashboard/*'], limit: 360, windowSeconds: 180 },
+  { name: 'usage-query', paths: ['/api/log/token', '/api/usage/token/'], limit: 20, windowSeconds: 1200, shadow: false },
+  { name: 'api-and-dashboard', paths: ['/api/*', '/v1/dashboard/*'], limit: 360, windowSeconds: 180, shadow: false },
 ]);
 
 export const DEFAULTS = Object.freeze({
@@ -53,8 +74,11 @@ export const DEFAULTS = Object.freeze({
   adminHost: '0.0.0.0',
   adminPort: 9090,
   maxBodyBytes: 32 * 1024 * 1024,
-  freeTier: { perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null },
+  freeTier: { perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null, shadow: false },
   logLevel: 'info',
+  drainSeconds: 30,
+  redisKeyPrefix: 'sluice:',
+  redisCommandTimeoutMs: 100,
 });
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -86,6 +110,23 @@ function str(v: unknown, key: string, { allowEmpty = false } = {}): string {
     throw new ConfigError(`config key "${key}" must be a non-empty string, got ${JSON.stringify(v)}`);
   }
   return v;
+}
+
+function bool(v: unknown, key: string): boolean {
+  if (v === true || v === 'true') return true;
+  if (v === false || v === 'false') return false;
+  throw new ConfigError(`config key "${key}" must be true or false, got ${JSON.stringify(v)}`);
+}
+
+function hostPorts(v: unknown, key: string): string[] {
+  const list = typeof v === 'string' ? v.split(',').map((x) => x.trim()).filter(Boolean) : strList(v, key);
+  if (list.length === 0) throw new ConfigError(`config key "${key}" must name at least one host:port`);
+  list.forEach((hp, i) => {
+    if (!/^[^\s:]+:\d{1,5}$/.test(hp) && !/^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(hp)) {
+      throw new ConfigError(`config key "${key}[${i}]" must be host:port, got ${JSON.stringify(hp)}`);
+    }
+  });
+  return list;
 }
 
 function strList(v: unknown, key: string): string[] {
@@ -146,7 +187,7 @@ function freeTier(v: unknown): FreeTierConfig {
   const d = DEFAULTS.freeTier;
   if (v === undefined || v === null) return { ...d };
   if (!isObject(v)) throw new ConfigError('config key "freeTier" must be a mapping');
-  checkKeys(v, ['perMinute', 'windowSeconds', 'perDay', 'timeZone', 'modelSuffix', 'models'], 'freeTier.');
+  checkKeys(v, ['perMinute', 'windowSeconds', 'perDay', 'timeZone', 'modelSuffix', 'models', 'shadow'], 'freeTier.');
   if (v.modelSuffix !== undefined && v.models !== undefined) {
     throw new ConfigError('config keys "freeTier.modelSuffix" and "freeTier.models" are exclusive: set one');
   }
@@ -157,6 +198,7 @@ function freeTier(v: unknown): FreeTierConfig {
     timeZone: v.timeZone === undefined ? d.timeZone : validTimeZone(str(v.timeZone, 'freeTier.timeZone'), 'freeTier.timeZone'),
     modelSuffix: v.modelSuffix === undefined ? d.modelSuffix : str(v.modelSuffix, 'freeTier.modelSuffix'),
     models: v.models === undefined ? null : strList(v.models, 'freeTier.models'),
+    shadow: v.shadow === undefined ? false : bool(v.shadow, 'freeTier.shadow'),
   };
 }
 
@@ -167,7 +209,7 @@ function ipLimits(v: unknown): IpLimitRule[] {
   return v.map((r: unknown, i) => {
     const at = `ipLimits[${i}]`;
     if (!isObject(r)) throw new ConfigError(`config key "${at}" must be a mapping`);
-    checkKeys(r, ['name', 'paths', 'limit', 'windowSeconds'], `${at}.`);
+    checkKeys(r, ['name', 'paths', 'limit', 'windowSeconds', 'shadow'], `${at}.`);
     const name = str(r.name, `${at}.name`);
     if (!/^[A-Za-z0-9_.-]+$/.test(name)) throw new ConfigError(`config key "${at}.name" may hold only letters, digits, "_", "-" and "."`);
     if (names.has(name)) throw new ConfigError(`config key "${at}.name" repeats the rule name "${name}"`);
@@ -185,6 +227,7 @@ function ipLimits(v: unknown): IpLimitRule[] {
       paths,
       limit: int(r.limit, `${at}.limit`, 1, 100_000_000),
       windowSeconds: int(r.windowSeconds, `${at}.windowSeconds`, 1, 31 * 86400),
+      shadow: r.shadow === undefined ? false : bool(r.shadow, `${at}.shadow`),
     };
   });
 }
@@ -208,13 +251,31 @@ export function readConfigFile(path: string): Raw {
   return doc;
 }
 
-const FILE_KEYS = ['upstream', 'redis', 'host', 'port', 'adminHost', 'adminPort', 'maxBodyBytes', 'trustedProxies', 'freeTier', 'ipLimits', 'logLevel'] as const;
+const FILE_KEYS = [
+  'upstream',
+  'redis',
+  'host',
+  'port',
+  'adminHost',
+  'adminPort',
+  'maxBodyBytes',
+  'trustedProxies',
+  'freeTier',
+  'ipLimits',
+  'logLevel',
+  'drainSeconds',
+  'limits',
+] as const;
 
 export const ENV_VARS = {
   SLUICE_CONFIG: 'path of the YAML/JSON config file',
   SLUICE_UPSTREAM_URL: 'upstream.url',
   SLUICE_UPSTREAM_CREDENTIAL: 'upstream.credential',
   SLUICE_REDIS_URL: 'redis.url',
+  SLUICE_REDIS_SENTINELS: 'redis.sentinels (comma-separated host:port)',
+  SLUICE_REDIS_SENTINEL_NAME: 'redis.sentinelName',
+  SLUICE_REDIS_CLUSTER_NODES: 'redis.clusterNodes (comma-separated host:port)',
+  SLUICE_DRAIN_SECONDS: 'drainSeconds',
   SLUICE_HOST: 'host',
   SLUICE_PORT: 'port',
   SLUICE_ADMIN_HOST: 'adminHost',
@@ -234,7 +295,14 @@ export function buildConfig(file: Raw, env: NodeJS.ProcessEnv): Config {
   checkKeys(up, ['url', 'credential'], 'upstream.');
   const rd = file.redis === undefined ? {} : file.redis;
   if (!isObject(rd)) throw new ConfigError('config key "redis" must be a mapping');
-  checkKeys(rd, ['url'], 'redis.');
+  checkKeys(rd, ['url', 'keyPrefix', 'commandTimeoutMs', 'sentinels', 'sentinelName', 'clusterNodes'], 'redis.');
+  const lim = file.limits === undefined ? {} : file.limits;
+  if (!isObject(lim)) throw new ConfigError('config key "limits" must be a mapping');
+  checkKeys(lim, ['onStoreError'], 'limits.');
+  const onStoreError = lim.onStoreError ?? 'open';
+  if (onStoreError !== 'open' && onStoreError !== 'closed') {
+    throw new ConfigError(`config key "limits.onStoreError" must be "open" or "closed", got ${JSON.stringify(onStoreError)}`);
+  }
 
   const e = (name: keyof typeof ENV_VARS): string | undefined => {
     const v = env[name];
@@ -253,12 +321,33 @@ export function buildConfig(file: Raw, env: NodeJS.ProcessEnv): Config {
   const logLevel = str(e('SLUICE_LOG_LEVEL') ?? file.logLevel ?? DEFAULTS.logLevel, 'logLevel');
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`config key "logLevel" must be one of ${LOG_LEVELS.join(', ')}`);
 
+  const sentinelsRaw = e('SLUICE_REDIS_SENTINELS') ?? rd.sentinels;
+  const sentinelNameRaw = e('SLUICE_REDIS_SENTINEL_NAME') ?? rd.sentinelName;
+  const clusterRaw = e('SLUICE_REDIS_CLUSTER_NODES') ?? rd.clusterNodes;
+  const redis: RedisConfig = {
+    url: null,
+    keyPrefix: rd.keyPrefix === undefined ? DEFAULTS.redisKeyPrefix : str(rd.keyPrefix, 'redis.keyPrefix'),
+    commandTimeoutMs: rd.commandTimeoutMs === undefined ? DEFAULTS.redisCommandTimeoutMs : int(rd.commandTimeoutMs, 'redis.commandTimeoutMs', 5, 60_000),
+    sentinels: sentinelsRaw === undefined ? null : hostPorts(sentinelsRaw, 'redis.sentinels'),
+    sentinelName: sentinelNameRaw === undefined ? null : str(sentinelNameRaw, 'redis.sentinelName'),
+    clusterNodes: clusterRaw === undefined ? null : hostPorts(clusterRaw, 'redis.clusterNodes'),
+  };
+  if (redis.keyPrefix.includes('{') || redis.keyPrefix.includes('}')) {
+    throw new ConfigError('config key "redis.keyPrefix" must not contain "{" or "}" (they would break Cluster hash tags)');
+  }
+  if (redis.sentinels && !redis.sentinelName) throw new ConfigError('config key "redis.sentinelName" is required with "redis.sentinels"');
+  if (redis.sentinels && redis.clusterNodes) throw new ConfigError('config keys "redis.sentinels" and "redis.clusterNodes" are exclusive');
+  if ((redis.sentinels || redis.clusterNodes) && redisRaw === undefined) {
+    throw new ConfigError('SLUICE_REDIS_URL (or redis.url) is required with Sentinel or Cluster: it supplies the password, TLS (rediss://) and database');
+  }
+
   const cfg: Config = {
     upstream: {
       url: httpUrl(upstreamRaw, upstreamKey),
       credential: credRaw === undefined ? null : str(credRaw, 'upstream.credential'),
     },
     redisUrl: redisRaw === undefined ? null : redisUrl(redisRaw, e('SLUICE_REDIS_URL') ? 'SLUICE_REDIS_URL' : 'redis.url'),
+    redis,
     host: str(e('SLUICE_HOST') ?? file.host ?? DEFAULTS.host, 'host'),
     port: int(e('SLUICE_PORT') ?? file.port ?? DEFAULTS.port, e('SLUICE_PORT') ? 'SLUICE_PORT' : 'port', 0, 65535),
     adminHost: str(e('SLUICE_ADMIN_HOST') ?? file.adminHost ?? DEFAULTS.adminHost, 'adminHost'),
@@ -269,7 +358,10 @@ export function buildConfig(file: Raw, env: NodeJS.ProcessEnv): Config {
     freeTier: freeTier(file.freeTier),
     ipLimits: ipLimits(file.ipLimits),
     logLevel,
+    drainSeconds: int(e('SLUICE_DRAIN_SECONDS') ?? file.drainSeconds ?? DEFAULTS.drainSeconds, e('SLUICE_DRAIN_SECONDS') ? 'SLUICE_DRAIN_SECONDS' : 'drainSeconds', 0, 3600),
+    limits: { onStoreError },
   };
+  cfg.redis.url = cfg.redisUrl;
   if (cfg.adminToken !== null && cfg.adminToken.length < 16) {
     throw new ConfigError('SLUICE_ADMIN_TOKEN must be at least 16 characters long');
   }
@@ -289,6 +381,7 @@ export function publicConfig(cfg: Config): Record<string, unknown> {
     ...cfg,
     upstream: { url: cfg.upstream.url.href, credential: cfg.upstream.credential ? '[set]' : null },
     redisUrl: cfg.redisUrl ? redactUrl(cfg.redisUrl) : null,
+    redis: { ...cfg.redis, url: cfg.redis.url ? redactUrl(cfg.redis.url) : null },
     adminToken: cfg.adminToken ? '[set]' : null,
   };
 }

@@ -5,7 +5,6 @@
  * Nothing a client sends may throw past `handle`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { BlockList } from 'node:net';
 import type { Logger } from 'pino';
 import type { Authenticator } from './auth/authenticator.js';
 import { credentialRules, presentedKeys } from './auth/credentials.js';
@@ -13,26 +12,26 @@ import { keyBody } from './auth/keys.js';
 import { hasBody, readBody } from './body.js';
 import { resolveClientIp } from './client-ip.js';
 import type { Clock } from './clock.js';
-import { Errors, sendError, type ErrorSpec } from './errors.js';
+import { Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './errors.js';
 import { prepareRequestHeaders } from './forward/headers.js';
 import type { ForwardResult, Forwarder } from './forward/proxy.js';
-import type { FreeTierLimiter } from './limits/free-tier.js';
-import type { IpLimiter } from './limits/ip.js';
+import type { FreeTierVerdict } from './limits/free-tier.js';
+import { routeFamily, type Metrics, type RouteFamily } from './metrics.js';
 import { requestedModel } from './model/index.js';
+import type { Policy } from './policy.js';
 import { newRequestId } from './request-id.js';
 import { parseTarget } from './target.js';
 
 export interface GatewayDeps {
   clock: Clock;
   log: Logger;
+  metrics: Metrics;
   authenticator: Authenticator;
-  freeTier: FreeTierLimiter;
-  ipLimiter: IpLimiter;
   forwarder: Forwarder;
-  trustedProxies: BlockList | null;
-  maxBodyBytes: number;
-  /** Replaces the client's key toward the relay when set. */
-  upstreamCredential: string | null;
+  /** The current policy; swapped atomically on config reload. */
+  policy: () => Policy;
+  /** True once draining began: answers carry `connection: close`. */
+  draining: () => boolean;
 }
 
 export type Decision =
@@ -49,27 +48,40 @@ export type Decision =
   | 'client_aborted'
   | 'internal_error';
 
-/** What one request did; logged as one line. */
+/** What one request did; logged as one line and counted once. */
 interface Trace {
   id: string;
   start: number;
   method: string;
   path: string;
+  family: RouteFamily;
   ip: string;
   user?: string;
+  keyId?: string;
   model?: string | null;
   freeTier?: boolean;
+  shadow?: string;
   decision?: Decision;
   status?: number;
+  decidedMs?: number;
   upstreamMs?: number | null;
+  logged?: boolean;
 }
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
-export function createGateway(d: GatewayDeps): RequestHandler {
-  const { log } = d;
+const round = (ms: number): number => Math.round(ms * 100) / 100;
 
-  function reject(res: ServerResponse, t: Trace, decision: Decision, err: ErrorSpec, opts: Parameters<typeof sendError>[3] = {}): void {
+export function createGateway(d: GatewayDeps): RequestHandler {
+  const { log, metrics } = d;
+
+  function decided(t: Trace): void {
+    t.decidedMs = performance.now() - t.start;
+    metrics.decisionSeconds.observe({ family: t.family }, t.decidedMs / 1000);
+  }
+
+  function reject(res: ServerResponse, t: Trace, decision: Decision, err: ErrorSpec, opts: SendErrorOptions = {}): void {
+    decided(t);
     t.decision = decision;
     t.status = err.status;
     sendError(res, err, t.id, opts);
@@ -77,44 +89,55 @@ export function createGateway(d: GatewayDeps): RequestHandler {
   }
 
   function done(t: Trace): void {
+    if (t.logged) return;
+    t.logged = true;
+    const decision = t.decision ?? 'internal_error';
+    metrics.requests.inc({ family: t.family, outcome: decision });
     log.info(
       {
         reqId: t.id,
         method: t.method,
         path: t.path,
+        family: t.family,
         ip: t.ip,
         user: t.user,
+        keyId: t.keyId,
         model: t.model ?? undefined,
         freeTier: t.freeTier,
-        decision: t.decision,
+        shadow: t.shadow,
+        decision,
         status: t.status,
-        upstreamMs: t.upstreamMs === undefined || t.upstreamMs === null ? undefined : Math.round(t.upstreamMs * 100) / 100,
-        ms: Math.round((performance.now() - t.start) * 100) / 100,
+        decisionMs: t.decidedMs === undefined ? undefined : round(t.decidedMs),
+        relayMs: t.upstreamMs === undefined || t.upstreamMs === null ? undefined : round(t.upstreamMs),
+        totalMs: round(performance.now() - t.start),
       },
       'request',
     );
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const t: Trace = {
-      id: newRequestId(d.clock.now()),
-      start: performance.now(),
-      method: req.method ?? 'GET',
-      path: '',
-      ip: resolveClientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], d.trustedProxies),
-    };
+  function shadowReject(t: Trace, limit: string, reason: string): void {
+    metrics.shadowRejections.inc({ limit, reason });
+    t.shadow = `${limit}:${reason}`;
+    log.warn({ reqId: t.id, limit, reason, user: t.user, ip: t.ip }, 'shadow limit would have rejected this call');
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse, t: Trace): Promise<void> {
+    const p = d.policy();
+    t.ip = resolveClientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], p.trustedProxies);
 
     // 1. Classify.
     const target = parseTarget(req.url);
     if (!target) return reject(res, t, 'bad_request', Errors.BAD_REQUEST, { params: { reason: 'malformed request path' }, close: true });
     t.path = target.path;
+    t.family = routeFamily(target.path);
 
     // 2. Per-IP limits, before authentication: every request counts.
-    const rule = d.ipLimiter.match(target.path);
+    const rule = p.ipLimiter.match(target.path);
     if (rule) {
-      const v = await d.ipLimiter.admit(rule, t.ip);
+      const v = await p.ipLimiter.admit(rule, t.ip);
       if (!v.admitted) {
-        return reject(res, t, 'ip_limited', Errors.IP_RATE_LIMITED, { headers: { 'retry-after': String(v.retryAfterSeconds) } });
+        if (rule.shadow) shadowReject(t, `ip:${rule.name}`, 'window');
+        else return reject(res, t, 'ip_limited', Errors.IP_RATE_LIMITED, { headers: { 'retry-after': String(v.retryAfterSeconds) } });
       }
     }
 
@@ -122,75 +145,92 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     const auth = await d.authenticator.authenticate(presentedKeys(req.headers, credentialRules(target.path)));
     if (!auth.ok) {
       if (auth.reason === 'unavailable') {
-        log.warn({ reqId: t.id, err: String(auth.error) }, 'key store unreachable; cannot judge an unseen key');
+        log.warn({ reqId: t.id, err: String(auth.error) }, 'key store unreachable and the key was not seen recently: cannot judge it');
         return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': '1' } });
       }
       return reject(res, t, 'unauthorized', Errors.UNAUTHORIZED);
     }
     t.user = auth.identity.user;
+    t.keyId = auth.identity.id;
 
     // 4. Read the body (bounded) and the model it asks for.
+    const max = p.config.maxBodyBytes;
     let body: Buffer | null = null;
     if (hasBody(req)) {
-      const r = await readBody(req, d.maxBodyBytes);
+      const r = await readBody(req, max);
       if (!r.ok) {
-        if (r.reason === 'too-large') {
-          return reject(res, t, 'too_large', Errors.BODY_TOO_LARGE, { params: { limit: d.maxBodyBytes }, close: true });
-        }
+        if (r.reason === 'too-large') return reject(res, t, 'too_large', Errors.BODY_TOO_LARGE, { params: { limit: max }, close: true });
         t.decision = 'client_aborted';
         res.destroy();
         return done(t);
       }
       body = r.body;
     }
-    const m = requestedModel(t.method, target.path, req.headers, body, d.maxBodyBytes);
+    const m = requestedModel(t.method, target.path, req.headers, body, max);
     if (!m.ok) {
       const err = m.status === 413 ? Errors.BODY_TOO_LARGE : m.status === 415 ? Errors.UNSUPPORTED_ENCODING : Errors.BAD_REQUEST;
-      return reject(res, t, m.status === 413 ? 'too_large' : 'bad_request', err, { params: { reason: m.reason, limit: d.maxBodyBytes } });
+      return reject(res, t, m.status === 413 ? 'too_large' : 'bad_request', err, { params: { reason: m.reason, limit: max } });
     }
     t.model = m.model;
 
     // 5. Free tier: one store round trip, only for free models.
-    const free = m.model !== null && d.freeTier.isFree(m.model);
+    const free = m.model !== null && p.freeTier.isFree(m.model);
     t.freeTier = free;
     if (free) {
-      const v = await d.freeTier.admit(auth.identity.user);
+      const v = await p.freeTier.admit(auth.identity.user);
+      const fields = p.freeTier.rateLimitFields(v);
+      const rl = { 'ratelimit-policy': fields.policy, ratelimit: fields.state };
       if (!v.admitted) {
-        const c = d.freeTier.config;
-        const headers = { 'retry-after': String(v.retryAfterSeconds) };
-        return v.reason === 'day'
-          ? reject(res, t, 'free_tier_day', Errors.FREE_TIER_DAILY_EXHAUSTED, { headers, params: { limit: c.perDay, timeZone: c.timeZone } })
-          : reject(res, t, 'free_tier_minute', Errors.FREE_TIER_RATE_LIMITED, {
-              headers,
-              params: { limit: c.perMinute, window: c.windowSeconds, retryAfter: v.retryAfterSeconds },
-            });
+        if (p.config.freeTier.shadow) {
+          shadowReject(t, 'free_tier', v.reason);
+        } else {
+          const c = p.config.freeTier;
+          const headers = { 'retry-after': String(v.retryAfterSeconds), ...rl };
+          return v.reason === 'day'
+            ? reject(res, t, 'free_tier_day', Errors.FREE_TIER_DAILY_EXHAUSTED, { headers, params: { limit: c.perDay, timeZone: c.timeZone } })
+            : reject(res, t, 'free_tier_minute', Errors.FREE_TIER_RATE_LIMITED, {
+                headers,
+                params: { limit: c.perMinute, window: c.windowSeconds, retryAfter: v.retryAfterSeconds },
+              });
+        }
       }
+      // The relay's own fields, if it sends any, replace these (never loosened by sluice).
+      if (!p.config.freeTier.shadow) setRateLimitFields(res, v, rl);
     }
 
     // 6. Forward.
+    decided(t);
     prepareRequestHeaders(req.headers, {
-      authorization: `Bearer ${d.upstreamCredential ?? 'sk-' + keyBody(auth.key)}`,
+      authorization: `Bearer ${p.config.upstream.credential ?? 'sk-' + keyBody(auth.key)}`,
       clientIp: t.ip,
       bodyLength: body === null ? null : body.length,
     });
     req.url = target.forwardUrl;
+    let streaming = false;
     d.forwarder.forward({
       req,
       res,
       body,
       requestId: t.id,
-      // The relay's 429 on an admitted free call means its own upstream free tier is busy.
-      intercept: free
-        ? (up) => {
-            if (up.statusCode !== 429) return false;
-            t.decision = 'free_tier_upstream';
-            t.status = 402;
-            sendError(res, Errors.FREE_TIER_EXHAUSTED, t.id, { headers: { 'retry-after': '30' } });
-            return true;
-          }
-        : undefined,
+      intercept: (up) => {
+        // The relay's 429 on an admitted free call means its own upstream free tier is busy.
+        if (free && up.statusCode === 429) {
+          t.decision = 'free_tier_upstream';
+          t.status = 402;
+          sendError(res, Errors.FREE_TIER_EXHAUSTED, t.id, { headers: { 'retry-after': '30' } });
+          return true;
+        }
+        const ct = up.headers['content-type'];
+        if (ct !== undefined && ct.startsWith('text/event-stream')) {
+          streaming = true;
+          metrics.openStreams.inc();
+        }
+        return false;
+      },
       done: (r: ForwardResult) => {
+        if (streaming) metrics.openStreams.dec();
         t.upstreamMs = r.upstreamMs;
+        if (r.upstreamMs !== null) metrics.relaySeconds.observe({ family: t.family }, r.upstreamMs / 1000);
         if (r.outcome === 'intercepted') return done(t);
         t.status = r.status ?? (r.outcome === 'upstream-error' ? 502 : undefined);
         t.decision = r.outcome === 'client-aborted' ? 'client_aborted' : r.outcome === 'upstream-error' ? 'upstream_error' : 'admitted';
@@ -201,24 +241,35 @@ export function createGateway(d: GatewayDeps): RequestHandler {
   }
 
   return (req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      const storeDown = isStoreError(err);
-      log.error({ err: err instanceof Error ? err.message : String(err), storeDown }, storeDown ? 'limit store unreachable' : 'request handler failed');
-      const id = newRequestId(d.clock.now());
-      if (storeDown) sendError(res, Errors.STORE_UNAVAILABLE, id, { headers: { 'retry-after': '1' } });
-      else sendError(res, Errors.INTERNAL, id, { close: true });
+    const t: Trace = {
+      id: newRequestId(d.clock.now()),
+      start: performance.now(),
+      method: req.method ?? 'GET',
+      path: '',
+      family: 'other',
+      ip: '',
+    };
+    metrics.inflight.inc();
+    res.once('close', () => {
+      metrics.inflight.dec();
+      // A client that left before any answer still gets its line.
+      if (!t.logged && t.decision === undefined && !res.writableFinished) {
+        t.decision = 'client_aborted';
+        done(t);
+      }
+    });
+    if (d.draining()) res.setHeader('connection', 'close');
+    handle(req, res, t).catch((err: unknown) => {
+      if (err instanceof StoreUnavailableError) {
+        log.error({ reqId: t.id, err: err.message }, 'limit store unreachable (limits.onStoreError=closed)');
+        return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': '1' } });
+      }
+      log.error({ reqId: t.id, err: err instanceof Error ? err.stack : String(err) }, 'request handler failed');
+      reject(res, t, 'internal_error', Errors.INTERNAL, { close: true });
     });
   };
 }
 
-/** Errors from the store (ioredis) as opposed to bugs. */
-export function isStoreError(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  const n = err.name;
-  return (
-    n === 'ReplyError' ||
-    n === 'MaxRetriesPerRequestError' ||
-    n === 'AbortError' ||
-    /Connection is closed|Stream isn't writeable|Command timed out|ECONNREFUSED|ECONNRESET|enableOfflineQueue|NOSCRIPT|LOADING|READONLY|CLUSTERDOWN/i.test(err.message)
-  );
+function setRateLimitFields(res: ServerResponse, _v: FreeTierVerdict, rl: Record<string, string>): void {
+  for (const [k, v] of Object.entries(rl)) res.setHeader(k, v);
 }

@@ -1,13 +1,13 @@
 /**
- * `npm start`: load and validate the config, start both listeners, and stop
- * cleanly on SIGTERM/SIGINT.
+ * `npm start`: load and validate the config, start both listeners, reload the
+ * config file when it changes, and drain on SIGTERM/SIGINT before exiting 0.
  */
 import { createSluice } from './app.js';
-import { loadConfig } from './config.js';
+import { loadConfig, type Config } from './config.js';
 import { ConfigError } from './errors.js';
 
 async function main(): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (err) {
@@ -17,14 +17,24 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const sluice = createSluice({ config });
+  const file = process.env.SLUICE_CONFIG;
+  const sluice = createSluice({ config, configFile: file ? { path: file, env: process.env } : undefined });
   await sluice.listen();
+  let stopping = false;
   const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
     sluice.log.info({ signal }, 'shutting down');
-    sluice.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
+    sluice
+      .drain()
+      .then(() => sluice.close())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          sluice.log.error({ err: String(err) }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));

@@ -8,13 +8,17 @@ import type { Logger } from 'pino';
 import { bearerToken } from '../auth/credentials.js';
 import type { KeyService } from './keys.js';
 import { KeyServiceError } from './keys.js';
+import { StoreUnavailableError } from '../errors.js';
 import type { FreeTierLimiter } from '../limits/free-tier.js';
+import type { Metrics } from '../metrics.js';
 
 export interface AdminDeps {
   log: Logger;
   adminToken: string | null;
   keys: KeyService;
-  freeTier: FreeTierLimiter;
+  /** The current free-tier limiter (it changes on config reload). */
+  freeTier: () => FreeTierLimiter;
+  metrics: Metrics;
   /** True when the store answers and the config is loaded. */
   ready: () => Promise<boolean>;
   effectiveConfig: () => Record<string, unknown>;
@@ -73,6 +77,11 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
     const method = req.method ?? 'GET';
 
     if (path === '/healthz') return json(res, 200, { status: 'ok' });
+    if (path === '/metrics' && method === 'GET') {
+      const text = await d.metrics.registry.metrics();
+      res.writeHead(200, { 'content-type': d.metrics.registry.contentType });
+      return void res.end(text);
+    }
     if (path === '/readyz') {
       const ok = await d.ready();
       return json(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not ready' });
@@ -103,7 +112,7 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
     }
     const limitMatch = /^\/admin\/users\/([^/]+)\/limits$/.exec(path);
     if (limitMatch && method === 'GET') {
-      return json(res, 200, { freeTier: await d.freeTier.state(decodeURIComponent(limitMatch[1]!)) });
+      return json(res, 200, { freeTier: await d.freeTier().state(decodeURIComponent(limitMatch[1]!)) });
     }
     if (path === '/admin/config' && method === 'GET') return json(res, 200, d.effectiveConfig());
     return fail(res, 404, 'not_found', 'no such admin endpoint');
@@ -113,6 +122,7 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
     handle(req, res).catch((err: unknown) => {
       if (res.headersSent) return void res.destroy();
       if (err instanceof KeyServiceError) return fail(res, err.status, err.code, err.message);
+      if (err instanceof StoreUnavailableError) return fail(res, 503, 'store_unavailable', 'the store could not be reached');
       d.log.error({ err: err instanceof Error ? err.message : String(err) }, 'admin request failed');
       fail(res, 503, 'store_unavailable', 'the store could not be reached');
     });

@@ -5,13 +5,20 @@
  */
 import type { Clock } from '../clock.js';
 import type { FreeTierConfig } from '../config.js';
-import type { LimitCheck, LimitState, Store } from '../store/types.js';
+import type { LimitCheck, LimitState } from '../store/types.js';
+import type { LimitStore } from './guard.js';
 import { DayClock } from './day.js';
 import { nextMember } from './member.js';
 
-export type FreeTierVerdict =
-  | { admitted: true; windowUsed: number; dayUsed: number }
-  | { admitted: false; reason: 'day' | 'window'; retryAfterSeconds: number; windowUsed: number; dayUsed: number };
+interface Usage {
+  windowUsed: number;
+  dayUsed: number;
+  /** Seconds until the window is empty again / the day resets. */
+  windowResetSeconds: number;
+  dayResetSeconds: number;
+}
+
+export type FreeTierVerdict = ({ admitted: true } | { admitted: false; reason: 'day' | 'window'; retryAfterSeconds: number }) & Usage;
 
 export interface FreeTierState {
   user: string;
@@ -30,7 +37,7 @@ export class FreeTierLimiter {
 
   constructor(
     readonly config: FreeTierConfig,
-    private readonly store: Store,
+    private readonly store: LimitStore,
     private readonly clock: Clock,
   ) {
     this.days = new DayClock(config.timeZone);
@@ -52,16 +59,28 @@ export class FreeTierLimiter {
 
   async admit(user: string): Promise<FreeTierVerdict> {
     const now = this.clock.now();
-    const d = await this.store.consume(this.checks(user, now), now, nextMember());
-    const dayUsed = d.used[0] ?? 0;
-    const windowUsed = d.used[1] ?? 0;
-    if (d.admitted) return { admitted: true, windowUsed, dayUsed };
+    const d = await this.store.consume(this.checks(user, now), now, nextMember(), 'free_tier');
+    const usage: Usage = {
+      dayUsed: d.used[0] ?? 0,
+      windowUsed: d.used[1] ?? 0,
+      dayResetSeconds: Math.max(0, Math.ceil((d.resetMs[0] ?? 0) / 1000)),
+      windowResetSeconds: Math.max(0, Math.ceil((d.resetMs[1] ?? 0) / 1000)),
+    };
+    if (d.admitted) return { admitted: true, ...usage };
+    return { admitted: false, reason: d.rejectedBy === 0 ? 'day' : 'window', retryAfterSeconds: retryAfterSeconds(d.retryAfterMs), ...usage };
+  }
+
+  /**
+   * The IETF RateLimit-Policy / RateLimit fields (draft-ietf-httpapi-ratelimit-headers,
+   * structured-field form) describing this user's free-tier state.
+   */
+  rateLimitFields(v: FreeTierVerdict): { policy: string; state: string } {
+    const c = this.config;
+    const day = this.days.dayAt(this.clock.now());
+    const daySeconds = Math.round((day.endsAt - day.startsAt) / 1000);
     return {
-      admitted: false,
-      reason: d.rejectedBy === 0 ? 'day' : 'window',
-      retryAfterSeconds: retryAfterSeconds(d.retryAfterMs),
-      windowUsed,
-      dayUsed,
+      policy: `"free-window";q=${c.perMinute};w=${c.windowSeconds}, "free-day";q=${c.perDay};w=${daySeconds}`,
+      state: `"free-window";r=${Math.max(0, c.perMinute - v.windowUsed)};t=${v.windowResetSeconds}, "free-day";r=${Math.max(0, c.perDay - v.dayUsed)};t=${v.dayResetSeconds}`,
     };
   }
 

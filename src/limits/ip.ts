@@ -5,7 +5,7 @@
  */
 import type { Clock } from '../clock.js';
 import type { IpLimitRule } from '../config.js';
-import type { Store } from '../store/types.js';
+import type { LimitStore } from './guard.js';
 import { retryAfterSeconds } from './free-tier.js';
 import { nextMember } from './member.js';
 
@@ -23,7 +23,7 @@ export function matchIpRule(rules: readonly IpLimitRule[], path: string): IpLimi
 export class IpLimiter {
   constructor(
     readonly rules: readonly IpLimitRule[],
-    private readonly store: Store,
+    private readonly store: LimitStore,
     private readonly clock: Clock,
   ) {}
 
@@ -37,6 +37,7 @@ export class IpLimiter {
       [{ kind: 'window', key: `{ip:${ip}}:${rule.name}`, limit: rule.limit, windowMs: rule.windowSeconds * 1000 }],
       now,
       nextMember(),
+      `ip:${rule.name}`,
     );
     return d.admitted ? { admitted: true } : { admitted: false, retryAfterSeconds: retryAfterSeconds(d.retryAfterMs) };
   }

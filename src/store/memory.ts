@@ -73,13 +73,13 @@ export class MemoryStore implements Store {
         if (n >= c.limit) {
           // The call that must leave the window before one more fits.
           const freeing = times[n - c.limit]!;
-          return { admitted: false, rejectedBy: i, retryAfterMs: freeing + c.windowMs - nowMs, used: this.usedNow(checks, nowMs) };
+          return { admitted: false, rejectedBy: i, retryAfterMs: freeing + c.windowMs - nowMs, used: this.usedNow(checks, nowMs), resetMs: this.resets(checks, nowMs) };
         }
         used.push(n);
       } else {
         const n = this.counterValue(c.key, nowMs);
         if (n >= c.limit) {
-          return { admitted: false, rejectedBy: i, retryAfterMs: c.resetAtMs - nowMs, used: this.usedNow(checks, nowMs) };
+          return { admitted: false, rejectedBy: i, retryAfterMs: c.resetAtMs - nowMs, used: this.usedNow(checks, nowMs), resetMs: this.resets(checks, nowMs) };
         }
         used.push(n);
       }
@@ -102,7 +102,15 @@ export class MemoryStore implements Store {
       }
       used[i] = used[i]! + 1;
     }
-    return { admitted: true, used };
+    return { admitted: true, used, resetMs: this.resets(checks, nowMs) };
+  }
+
+  private resets(checks: readonly LimitCheck[], nowMs: number): number[] {
+    return checks.map((c) => {
+      if (c.kind === 'counter') return c.resetAtMs - nowMs;
+      const first = this.windows.get(c.key)?.times[0];
+      return first === undefined ? 0 : first + c.windowMs - nowMs;
+    });
   }
 
   private usedNow(checks: readonly LimitCheck[], nowMs: number): number[] {

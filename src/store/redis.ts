@@ -4,7 +4,7 @@
  * timeout) so a Redis outage can never hang a request; the caller decides
  * what an error means.
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { CONSUME_LUA, CREATE_KEY_LUA, DELETE_KEY_LUA, INSPECT_LUA } from './scripts.js';
 import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, Store } from './types.js';
 
@@ -24,14 +24,35 @@ export interface RedisStoreOptions {
   /** Bound on one command, in ms; past it the call fails rather than waits. */
   commandTimeoutMs?: number;
   connectTimeoutMs?: number;
-  /** Extra ioredis options (Sentinel, TLS, ...). */
+  /** Redis Sentinel: the URL then supplies only credentials, TLS and database. */
+  sentinels?: { addresses: string[]; name: string };
+  /** Redis Cluster seed nodes: the URL then supplies only credentials and TLS. */
+  clusterNodes?: string[];
+  /** Extra ioredis options. */
   redisOptions?: RedisOptions;
+}
+
+function hostPort(hp: string): { host: string; port: number } {
+  const i = hp.lastIndexOf(':');
+  return { host: hp.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(hp.slice(i + 1)) };
+}
+
+/** Credentials, TLS and database from a redis:// or rediss:// URL. */
+function urlOptions(url: string): RedisOptions {
+  const u = new URL(url);
+  const o: RedisOptions = {};
+  if (u.username) o.username = decodeURIComponent(u.username);
+  if (u.password) o.password = decodeURIComponent(u.password);
+  const db = u.pathname.replace('/', '');
+  if (db) o.db = Number(db);
+  if (u.protocol === 'rediss:') o.tls = {};
+  return o;
 }
 
 export class RedisStore implements Store {
   readonly kind = 'redis' as const;
-  readonly client: Redis;
-  private readonly sub: Redis;
+  readonly client: Redis | Cluster;
+  private readonly sub: Redis | Cluster;
   private readonly scripts: ScriptCommands;
   private readonly prefix: string;
   private readonly registry: string;
@@ -55,15 +76,38 @@ export class RedisStore implements Store {
       lazyConnect: false,
       ...opts.redisOptions,
     };
-    this.client = new Redis(opts.url, {
-      ...base,
-      scripts: {
-        sluiceConsume: { lua: CONSUME_LUA },
-        sluiceInspect: { lua: INSPECT_LUA, readOnly: true },
-        sluiceCreateKey: { lua: CREATE_KEY_LUA },
-        sluiceDeleteKey: { lua: DELETE_KEY_LUA },
-      },
-    });
+    const scripts = {
+      sluiceConsume: { lua: CONSUME_LUA },
+      sluiceInspect: { lua: INSPECT_LUA, readOnly: true },
+      sluiceCreateKey: { lua: CREATE_KEY_LUA },
+      sluiceDeleteKey: { lua: DELETE_KEY_LUA },
+    };
+    const connect = (o: RedisOptions): Redis | Cluster => {
+      if (opts.clusterNodes) {
+        const { enableOfflineQueue, ...nodeOpts } = o;
+        const clusterOpts: ClusterOptions = {
+          enableOfflineQueue,
+          enableAutoPipelining: o.enableAutoPipelining,
+          maxRedirections: 4,
+          clusterRetryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
+          redisOptions: { ...urlOptions(opts.url), ...nodeOpts },
+          scripts: o.scripts,
+        };
+        return new Cluster(opts.clusterNodes.map(hostPort), clusterOpts);
+      }
+      if (opts.sentinels) {
+        return new Redis({
+          ...urlOptions(opts.url),
+          ...o,
+          sentinels: opts.sentinels.addresses.map(hostPort),
+          name: opts.sentinels.name,
+          // Learn of a failover from Sentinel at once instead of after errors.
+          failoverDetector: true,
+        });
+      }
+      return new Redis(opts.url, o);
+    };
+    this.client = connect({ ...base, scripts });
     this.scripts = this.client as unknown as ScriptCommands;
     // Errors surface through the commands that fail; the connection's own
     // 'error' events would otherwise crash the process.
@@ -71,7 +115,7 @@ export class RedisStore implements Store {
 
     // Pub/sub needs its own connection. Messages sent while it was away are
     // lost, so every (re)subscription flushes the caches that listen.
-    this.sub = new Redis(opts.url, { ...base, enableOfflineQueue: true, commandTimeout: undefined, enableAutoPipelining: false });
+    this.sub = connect({ ...base, enableOfflineQueue: true, commandTimeout: undefined, enableAutoPipelining: false });
     this.sub.on('error', () => {});
     this.sub.on('ready', () => {
       if (this.subscribedOnce) this.emit({ type: 'flush' });
@@ -168,9 +212,11 @@ export class RedisStore implements Store {
     const { keys, args } = this.limitArgs(checks);
     const r = await this.scripts.sluiceConsume(keys.length, ...keys, nowMs, member, ...args);
     const rejectedBy = Number(r[0]);
-    const used = r.slice(2).map(Number);
-    if (rejectedBy === 0) return { admitted: true, used };
-    return { admitted: false, rejectedBy: rejectedBy - 1, retryAfterMs: Number(r[1]), used };
+    const n = keys.length;
+    const used = r.slice(2, 2 + n).map(Number);
+    const resetMs = r.slice(2 + n, 2 + 2 * n).map(Number);
+    if (rejectedBy === 0) return { admitted: true, used, resetMs };
+    return { admitted: false, rejectedBy: rejectedBy - 1, retryAfterMs: Number(r[1]), used, resetMs };
   }
 
   async inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]> {

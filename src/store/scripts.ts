@@ -7,13 +7,24 @@
  * ARGV[1] now (ms), ARGV[2] unique member, then per key a triple:
  *   'w', limit, windowMs   -- rolling window kept as a sorted set of admission times
  *   'c', limit, resetAtMs  -- counter that resets at a fixed instant (the day)
- * Returns {rejectedBy (0 = admitted), retryAfterMs, used_1 .. used_n}.
+ * Returns {rejectedBy (0 = admitted), retryAfterMs, used_1 .. used_n, resetMs_1 .. resetMs_n}.
  */
 export const CONSUME_LUA = `
 local now = tonumber(ARGV[1])
 local member = ARGV[2]
 local n = #KEYS
 local used = {}
+-- Milliseconds until check j is empty again (its oldest call leaves / the counter resets).
+local function resetOf(j)
+  local b = 2 + (j - 1) * 3
+  local param = tonumber(ARGV[b + 3])
+  if ARGV[b + 1] == 'w' then
+    local first = redis.call('ZRANGE', KEYS[j], 0, 0, 'WITHSCORES')
+    if first[2] then return tonumber(first[2]) + param - now end
+    return 0
+  end
+  return param - now
+end
 for i = 1, n do
   local b = 2 + (i - 1) * 3
   if ARGV[b + 1] == 'w' then
@@ -37,6 +48,7 @@ for i = 1, n do
     end
     local out = {i, retry}
     for j = 1, n do out[j + 2] = used[j] end
+    for j = 1, n do out[n + j + 2] = resetOf(j) end
     return out
   end
 end
@@ -54,6 +66,7 @@ for i = 1, n do
   end
   out[i + 2] = used[i] + 1
 end
+for j = 1, n do out[n + j + 2] = resetOf(j) end
 return out
 `;
 

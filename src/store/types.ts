@@ -32,10 +32,15 @@ export interface CounterCheck {
 
 export type LimitCheck = WindowCheck | CounterCheck;
 
+/**
+ * `used[i]`: calls counted by check i after this decision; `resetMs[i]`: ms
+ * until check i is empty again (its oldest call leaves the window, or the
+ * counter resets).
+ */
 export type Decision =
-  | { admitted: true; used: number[] }
+  | { admitted: true; used: number[]; resetMs: number[] }
   /** `rejectedBy` indexes the first check that failed; checks are evaluated in order. */
-  | { admitted: false; rejectedBy: number; retryAfterMs: number; used: number[] };
+  | { admitted: false; rejectedBy: number; retryAfterMs: number; used: number[]; resetMs: number[] };
 
 export interface LimitState {
   used: number;

@@ -20,7 +20,7 @@ describe.each(STORE_KINDS)('admin API on the %s store', (kind) => {
   });
 
   it('refuses every /admin call without the right token', async () => {
-    for (const headers of [{}, { authorization: 'Bearer wrong-token-000000000' }, { authorization: ADMIN_TOKEN }]) {
+    for (const headers of [{}, { authorization: 'Bearer wrong-token-000000000' }, { authorization: ADMIN_TOKEN }] as Array<Record<string, string>>) {
       const r = await fetch(`${h.adminUrl}/admin/keys?user=x`, { headers });
       expect(r.status).toBe(401);
     }

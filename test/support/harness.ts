@@ -42,6 +42,8 @@ export interface HarnessOptions {
   prefix?: string;
   redisUrl?: string;
   redisCommandTimeoutMs?: number;
+  /** Watch a config file (hot reload), as npm start does with SLUICE_CONFIG. */
+  configFile?: { path: string; env: NodeJS.ProcessEnv; pollMs?: number };
 }
 
 export async function startHarness(opts: HarnessOptions): Promise<Harness> {
@@ -70,7 +72,7 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
     store = new MemoryStore();
   }
   const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const sluice = createSluice({ config, clock, store, log });
+  const sluice = createSluice({ config, clock, store, log, processMetrics: false, configFile: opts.configFile });
   const { port, adminPort } = await sluice.listen();
   const url = `http://127.0.0.1:${port}`;
   const adminUrl = `http://127.0.0.1:${adminPort}`;

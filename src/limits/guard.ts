@@ -1,0 +1,45 @@
+/**
+ * Puts the store's limit calls under the outage policy. With
+ * `limits.onStoreError: open` (the default, as Envoy and Kong do) a decision
+ * the store cannot take is taken by this replica alone, in memory, so
+ * clients keep working with per-replica limits; with `closed` the caller
+ * answers 503. Either way nothing waits longer than the store's command bound.
+ */
+import { StoreUnavailableError } from '../errors.js';
+import type { Metrics } from '../metrics.js';
+import { MemoryStore } from '../store/memory.js';
+import type { Decision, LimitCheck, LimitState, Store } from '../store/types.js';
+
+export interface LimitStore {
+  consume(checks: readonly LimitCheck[], nowMs: number, member: string, limit: string): Promise<Decision>;
+  inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]>;
+}
+
+export class GuardedLimits implements LimitStore {
+  private readonly local = new MemoryStore();
+
+  constructor(
+    private readonly store: Store,
+    private readonly metrics: Metrics,
+    private readonly onStoreError: () => 'open' | 'closed',
+  ) {}
+
+  async consume(checks: readonly LimitCheck[], nowMs: number, member: string, limit: string): Promise<Decision> {
+    if (this.store.kind === 'memory') return this.store.consume(checks, nowMs, member);
+    try {
+      return await this.metrics.timeStore('consume', () => this.store.consume(checks, nowMs, member));
+    } catch (err) {
+      if (this.onStoreError() === 'closed') throw new StoreUnavailableError(err);
+      this.metrics.degradedDecisions.inc({ limit });
+      return this.local.consumeSync(checks, nowMs);
+    }
+  }
+
+  async inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]> {
+    try {
+      return await this.store.inspect(checks, nowMs);
+    } catch (err) {
+      throw new StoreUnavailableError(err);
+    }
+  }
+}
