@@ -203,10 +203,16 @@ describe.each(STORE_KINDS)('free tier on the %s store', (kind) => {
       expect((await raw(k, '{"model":"vend-flash\\u002dfree"}')).status).toBe(429);
     });
 
-    it('takes the last of duplicate model keys, as Go does', async () => {
+    it('refuses duplicate model keys that disagree (Go takes the last, gjson the first), and reads agreeing ones', async () => {
       const k = await exhausted();
-      expect((await raw(k, `{"model":"${PAID}","model":"${FREE}"}`)).status).toBe(429);
-      expect((await raw(k, `{"model":"${FREE}","Model":"${PAID}"}`)).status).toBe(200);
+      for (const body of [`{"model":"${PAID}","model":"${FREE}"}`, `{"model":"${FREE}","model":"${PAID}"}`, `{"model":"${FREE}","Model":"${PAID}"}`]) {
+        const r = await raw(k, body);
+        expect(r.status, body).toBe(400);
+        expect(JSON.parse(r.text).error.message).toMatch(/conflicting/);
+      }
+      expect((await raw(k, `{"model":"${FREE}","model":"vend-flash-fre\\u0065"}`)).status).toBe(429);
+      expect((await raw(k, `{"Model":"${FREE}"}`)).status).toBe(429);
+      expect(h.relay.requests.filter((q) => q.body.toString().includes('"Model"'))).toHaveLength(0);
     });
 
     it('ignores model fields nested below the top level', async () => {

@@ -44,6 +44,7 @@ export interface HarnessOptions {
   redisCommandTimeoutMs?: number;
   /** Watch a config file (hot reload), as npm start does with SLUICE_CONFIG. */
   configFile?: { path: string; env: NodeJS.ProcessEnv; pollMs?: number };
+  log?: import('pino').Logger;
 }
 
 export async function startHarness(opts: HarnessOptions): Promise<Harness> {
@@ -71,7 +72,7 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
   } else {
     store = new MemoryStore();
   }
-  const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const log = opts.log ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const sluice = createSluice({ config, clock, store, log, processMetrics: false, configFile: opts.configFile });
   const { port, adminPort } = await sluice.listen();
   const url = `http://127.0.0.1:${port}`;

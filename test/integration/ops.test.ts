@@ -1,0 +1,343 @@
+import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
+import { request } from '../support/http.js';
+import { spawnRedis, type SpawnedRedis } from '../support/redis.js';
+
+const adminAuth = { authorization: `Bearer ${ADMIN_TOKEN}` };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function metricsText(h: Harness): Promise<string> {
+  return (await fetch(`${h.adminUrl}/metrics`)).text();
+}
+
+function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const m = /^([a-z_]+)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const ls = m[2] ?? '';
+    if (Object.entries(labels).every(([k, v]) => ls.includes(`${k}="${v}"`))) return Number(m[3]);
+  }
+  return 0;
+}
+
+/** A ConfigMap-style mount: the file is a symlink through `..data`, swapped atomically. */
+class ConfigMapDir {
+  readonly dir = mkdtempSync(join(tmpdir(), 'sluice-cm-'));
+  private n = 0;
+  constructor(content: string) {
+    this.write(content);
+    symlinkSync('..data/config.yaml', join(this.dir, 'config.yaml'));
+  }
+  get path(): string {
+    return join(this.dir, 'config.yaml');
+  }
+  write(content: string): void {
+    const ts = `..2026_${++this.n}`;
+    mkdirSync(join(this.dir, ts));
+    writeFileSync(join(this.dir, ts, 'config.yaml'), content);
+    symlinkSync(ts, join(this.dir, '..data_tmp'));
+    renameSync(join(this.dir, '..data_tmp'), join(this.dir, '..data'));
+  }
+}
+
+describe('config hot reload through a ConfigMap symlink swap', () => {
+  let h: Harness;
+  let cm: ConfigMapDir;
+  beforeAll(async () => {
+    cm = new ConfigMapDir('freeTier:\n  perMinute: 20\n');
+    const env = { SLUICE_UPSTREAM_URL: 'http://127.0.0.1:1' };
+    h = await startHarness({ store: 'redis', file: { freeTier: { perMinute: 20 } }, configFile: { path: cm.path, env: { ...env, SLUICE_CONFIG: cm.path } } });
+  });
+  afterAll(() => h.close());
+
+  const effective = async () => (await (await fetch(`${h.adminUrl}/admin/config`, { headers: adminAuth })).json()) as { freeTier: { perMinute: number }; upstream: { url: string } };
+
+  it('applies a valid new file within 2 s, and keeps the old one when the new file is invalid', async () => {
+    expect((await effective()).freeTier.perMinute).toBe(20);
+    const before = h.sluice.config().upstream.url.href;
+    cm.write('freeTier:\n  perMinute: 2\nupstream:\n  url: http://127.0.0.1:9/\n');
+    const t0 = Date.now();
+    while ((await effective()).freeTier.perMinute !== 2) {
+      if (Date.now() - t0 > 2000) throw new Error('reload not applied within 2 s');
+      await sleep(50);
+    }
+    // The upstream URL only changes on restart.
+    expect(h.sluice.config().upstream.url.href).toBe(before);
+    const { key } = await h.createKey('reload');
+    const call = () => request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash-free"}' });
+    expect((await call()).status).toBe(200);
+    expect((await call()).status).toBe(200);
+    expect((await call()).status).toBe(429);
+
+    cm.write('freeTier:\n  perMinute: many\n');
+    const t1 = Date.now();
+    while (metricValue(await metricsText(h), 'sluice_config_reloads_total', { result: 'failure' }) < 1) {
+      if (Date.now() - t1 > 2500) throw new Error('invalid reload not reported');
+      await sleep(50);
+    }
+    expect((await effective()).freeTier.perMinute).toBe(2);
+    expect(metricValue(await metricsText(h), 'sluice_config_reloads_total', { result: 'success' })).toBe(1);
+  });
+});
+
+describe('metrics, logs and rate-limit fields', () => {
+  let h: Harness;
+  const lines: string[] = [];
+  beforeAll(async () => {
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(...chunk.toString().split('\n').filter(Boolean));
+        cb();
+      },
+    });
+    h = await startHarness({ store: 'redis', log: createLogger('info', sink) });
+  });
+  afterAll(() => h.close());
+
+  it('counts requests by route family and outcome, and reports open streams', async () => {
+    const { key } = await h.createKey('metrics');
+    await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash-free"}' });
+    await request(h.url, 'GET', '/v1/models', { headers: { authorization: 'Bearer sk-bad' } });
+    h.relay.behave(() => true, { sseIntervalMs: 200, sseEvents: 5 });
+    const streamDone = new Promise<void>((resolve) => {
+      const req = http.request(`${h.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': key } }, (res) => {
+        res.resume();
+        res.on('end', resolve);
+      });
+      req.end('{"model":"claude-haiku-4-5","stream":true}');
+    });
+    await sleep(300);
+    let text = await metricsText(h);
+    expect(metricValue(text, 'sluice_open_streams')).toBe(1);
+    await streamDone;
+    h.relay.reset();
+    text = await metricsText(h);
+    expect(metricValue(text, 'sluice_open_streams')).toBe(0);
+    expect(metricValue(text, 'sluice_requests_total', { family: 'chat', outcome: 'admitted' })).toBe(1);
+    expect(metricValue(text, 'sluice_requests_total', { family: 'models', outcome: 'unauthorized' })).toBe(1);
+    expect(metricValue(text, 'sluice_requests_total', { family: 'messages', outcome: 'admitted' })).toBe(1);
+    expect(metricValue(text, 'sluice_decision_seconds_count', { family: 'chat' })).toBe(1);
+    expect(metricValue(text, 'sluice_relay_seconds_count', { family: 'chat' })).toBe(1);
+    expect(metricValue(text, 'sluice_store_seconds_count', { op: 'consume' })).toBeGreaterThanOrEqual(1);
+    expect(text).toContain('sluice_store_errors_total');
+  });
+
+  it('logs one JSON line per request with the decision, and never the key', async () => {
+    lines.length = 0;
+    const { key } = await h.createKey('logger');
+    await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash-free"}' });
+    await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}x` }, body: '{}' });
+    await sleep(50);
+    const reqLines = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request');
+    expect(reqLines).toHaveLength(2);
+    expect(reqLines[0]).toMatchObject({ family: 'chat', user: 'logger', model: 'vend-flash-free', decision: 'admitted', status: 200, freeTier: true });
+    expect(reqLines[0]).toHaveProperty('reqId');
+    expect(reqLines[0]).toHaveProperty('relayMs');
+    expect(reqLines[0]).toHaveProperty('totalMs');
+    expect(reqLines[1]).toMatchObject({ decision: 'unauthorized', status: 401 });
+    const all = lines.join('\n');
+    expect(all).not.toContain(key.slice(3));
+  });
+
+  it('tells free-tier clients their state in RateLimit-Policy / RateLimit, and never overrides the relay own fields', async () => {
+    const { key } = await h.createKey('rl');
+    const call = () => request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash-free"}' });
+    const a = await call();
+    expect(a.headers['ratelimit-policy']).toMatch(/^"free-window";q=20;w=60, "free-day";q=100;w=86400$/);
+    expect(a.headers['ratelimit']).toMatch(/^"free-window";r=19;t=60, "free-day";r=99;t=\d+$/);
+    const b = await call();
+    expect(b.headers['ratelimit']).toMatch(/"free-window";r=18;/);
+    h.relay.behave(() => true, { headers: { ratelimit: '"relay";r=0;t=5', 'x-ratelimit-remaining-requests': '0' } });
+    const c = await call();
+    expect(c.headers['ratelimit']).toBe('"relay";r=0;t=5');
+    expect(c.headers['x-ratelimit-remaining-requests']).toBe('0');
+    h.relay.reset();
+    // Paid calls carry no free-tier fields.
+    const p = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash"}' });
+    expect(p.headers['ratelimit']).toBeUndefined();
+  });
+});
+
+describe('shadow mode', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({
+      store: 'memory',
+      file: { freeTier: { perMinute: 2, shadow: true }, ipLimits: [{ name: 'usage', paths: ['/api/*'], limit: 1, windowSeconds: 60, shadow: true }] },
+    });
+  });
+  afterAll(() => h.close());
+
+  it('counts and reports would-be rejections but admits', async () => {
+    const { key } = await h.createKey('shadow');
+    for (let i = 0; i < 4; i++) {
+      expect((await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"x-free"}' })).status).toBe(200);
+      expect((await request(h.url, 'GET', '/api/status', { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+    }
+    const text = await metricsText(h);
+    expect(metricValue(text, 'sluice_shadow_rejections_total', { limit: 'free_tier', reason: 'window' })).toBe(2);
+    expect(metricValue(text, 'sluice_shadow_rejections_total', { limit: 'ip:usage' })).toBe(3);
+  });
+});
+
+describe('draining', () => {
+  it('turns readiness off at once, refuses new connections, lets streams finish, then stops', async () => {
+    const h = await startHarness({ store: 'memory', file: { drainSeconds: 10 } });
+    try {
+      const { key } = await h.createKey('drain');
+      h.relay.behave(() => true, { sseIntervalMs: 150, sseEvents: 6 });
+      let events = 0;
+      const stream = new Promise<string>((resolve) => {
+        const req = http.request(`${h.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, agent: false }, (res) => {
+          res.on('data', (c: Buffer) => (events += (c.toString().match(/^data:/gm) ?? []).length));
+          res.on('end', () => resolve(res.complete ? 'complete' : 'cut'));
+          res.on('error', () => resolve('cut'));
+        });
+        req.end('{"model":"gpt-4o","stream":true}');
+      });
+      await sleep(200);
+      const drained = h.sluice.drain();
+      expect((await fetch(`${h.adminUrl}/readyz`)).status).toBe(503);
+      await expect(request(h.url, 'GET', '/v1/models', { headers: { authorization: `Bearer ${key}` } })).rejects.toThrow(/ECONNREFUSED/);
+      expect(await stream).toBe('complete');
+      expect(events).toBeGreaterThanOrEqual(7);
+      expect(await drained).toEqual({ forced: 0 });
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('cuts what is still open at the drain deadline', async () => {
+    const h = await startHarness({ store: 'memory', file: { drainSeconds: 1 } });
+    try {
+      const { key } = await h.createKey('drain2');
+      h.relay.behave(() => true, { sseIntervalMs: 500, sseEvents: 100 });
+      const stream = new Promise<string>((resolve) => {
+        const req = http.request(`${h.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, agent: false }, (res) => {
+          res.resume();
+          res.on('end', () => resolve('end'));
+          res.on('error', () => resolve('cut'));
+          res.on('close', () => resolve(res.complete ? 'end' : 'cut'));
+        });
+        req.on('error', () => resolve('cut'));
+        req.end('{"model":"gpt-4o","stream":true}');
+      });
+      await sleep(200);
+      const t0 = Date.now();
+      const r = await h.sluice.drain();
+      expect(Date.now() - t0).toBeLessThan(2000);
+      expect(r.forced).toBe(1);
+      expect(await stream).toBe('cut');
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('Redis outage', () => {
+  let redis: SpawnedRedis;
+  let h: Harness;
+  let known: string;
+  const BOUND_MS = 600; // command timeout 100 ms, plus generous scheduling slack on a 2-core CI box
+
+  beforeAll(async () => {
+    redis = await spawnRedis();
+    h = await startHarness({ store: 'redis', redisUrl: redis.url, redisCommandTimeoutMs: 100 });
+    known = (await h.createKey('outage')).key;
+    const warm = await request(h.url, 'GET', '/v1/models', { headers: { authorization: `Bearer ${known}` } });
+    expect(warm.status).toBe(200);
+  });
+  afterAll(async () => {
+    await h.close();
+    await redis.kill();
+  });
+
+  async function timed(key: string, model: string): Promise<{ status: number; ms: number; code?: string }> {
+    const t0 = performance.now();
+    const r = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model }) });
+    const ms = performance.now() - t0;
+    return { status: r.status, ms, code: r.text.startsWith('{') ? (JSON.parse(r.text) as { error?: { code: string } }).error?.code : undefined };
+  }
+
+  async function duringOutage(known: string): Promise<void> {
+    // Known key, free model: admitted, counted in this replica (onStoreError=open).
+    const free = await timed(known, 'vend-flash-free');
+    expect(free.status).toBe(200);
+    expect(free.ms).toBeLessThan(BOUND_MS);
+    // Known key, paid model: no store needed at all.
+    const paid = await timed(known, 'vend-flash');
+    expect(paid.status).toBe(200);
+    // Unknown key: sluice cannot tell whether it is valid: 503, not 401.
+    const unknown = await timed('sk-never-seen-0123456789abcdefghijkl', 'vend-flash');
+    expect(unknown.status).toBe(503);
+    expect(unknown.code).toBe('store_unavailable');
+    expect(unknown.ms).toBeLessThan(BOUND_MS);
+    // Per-replica counting still enforces the limit.
+    const statuses: number[] = [];
+    for (let i = 0; i < 25; i++) statuses.push((await timed(known, 'vend-flash-free')).status);
+    expect(statuses).toContain(429);
+  }
+
+  it('answers within the bound while Redis is frozen (SIGSTOP), and recovers on SIGCONT', async () => {
+    redis.pause();
+    try {
+      await duringOutage(known);
+    } finally {
+      redis.resume();
+    }
+    await sleep(300);
+    const text = await metricsText(h);
+    expect(metricValue(text, 'sluice_degraded_decisions_total', { limit: 'free_tier' })).toBeGreaterThan(0);
+    expect(metricValue(text, 'sluice_store_errors_total', { op: 'consume' })).toBeGreaterThan(0);
+    const fresh = await h.createKey('after-pause');
+    expect((await timed(fresh.key, 'vend-flash')).status).toBe(200);
+  });
+
+  it('answers within the bound while Redis is dead, and recovers by itself after a restart', async () => {
+    // Another user: the first outage's per-replica counts are still in this replica's window.
+    const other = (await h.createKey('outage-2')).key;
+    expect((await timed(other, 'vend-flash')).status).toBe(200);
+    await redis.kill();
+    await duringOutage(other);
+    expect((await fetch(`${h.adminUrl}/readyz`)).status).toBe(503);
+    await redis.restart();
+    const t0 = Date.now();
+    while ((await fetch(`${h.adminUrl}/readyz`)).status !== 200) {
+      if (Date.now() - t0 > 5000) throw new Error('did not recover');
+      await sleep(100);
+    }
+    // The restarted Redis is empty: keys are gone, as after any data loss.
+    const fresh = await h.createKey('after-restart');
+    expect((await timed(fresh.key, 'vend-flash-free')).status).toBe(200);
+  });
+});
+
+describe('Redis outage with limits.onStoreError=closed', () => {
+  it('answers 503 for free-tier calls, quickly, and keeps paid calls working', async () => {
+    const redis = await spawnRedis();
+    const h = await startHarness({ store: 'redis', redisUrl: redis.url, redisCommandTimeoutMs: 100, file: { limits: { onStoreError: 'closed' } } });
+    try {
+      const { key } = await h.createKey('closed');
+      expect((await request(h.url, 'GET', '/v1/models', { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+      redis.pause();
+      const t0 = performance.now();
+      const r = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash-free"}' });
+      expect(performance.now() - t0).toBeLessThan(600);
+      expect(r.status).toBe(503);
+      expect(JSON.parse(r.text).error.code).toBe('store_unavailable');
+      const p = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash"}' });
+      expect(p.status).toBe(200);
+    } finally {
+      redis.resume();
+      await h.close();
+      await redis.kill();
+    }
+  });
+});
