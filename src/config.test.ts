@@ -12,7 +12,10 @@ describe('config', () => {
     expect(c.port).toBe(8080);
     expect(c.adminPort).toBe(9090);
     expect(c.maxBodyBytes).toBe(32 * 1024 * 1024);
-    expect(c.freeTier).toEqual({ perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null });
+    expect(c.freeTier).toEqual({ perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null, shadow: false });
+    expect(c.drainSeconds).toBe(30);
+    expect(c.limits.onStoreError).toBe('open');
+    expect(c.redis).toMatchObject({ keyPrefix: 'sluice:', commandTimeoutMs: 100, sentinels: null, clusterNodes: null });
     expect(c.ipLimits).toEqual(DEFAULT_IP_LIMITS);
     expect(c.trustedProxies).toEqual([]);
     expect(c.redisUrl).toBeNull();
@@ -38,6 +41,12 @@ describe('config', () => {
     [{ ipLimits: [{ name: 'a', paths: ['/a'], limit: 1, windowSeconds: 1, extra: 1 }] }, /unknown config key "ipLimits\[0\].extra"/],
     [{ upstream: { credential: 5 } }, /"upstream.credential" must be a non-empty string/],
     [{ logLevel: 'loud' }, /"logLevel" must be one of/],
+    [{ limits: { onStoreError: 'maybe' } }, /"limits.onStoreError" must be "open" or "closed"/],
+    [{ freeTier: { shadow: 'yes' } }, /"freeTier.shadow" must be true or false/],
+    [{ redis: { keyPrefix: 'a{b' } }, /"redis.keyPrefix" must not contain/],
+    [{ redis: { sentinels: ['h:1'] } }, /"redis.sentinelName" is required/],
+    [{ redis: { clusterNodes: ['nope'] } }, /"redis.clusterNodes\[0\]" must be host:port/],
+    [{ drainSeconds: -1 }, /"drainSeconds" must be an integer/],
   ])('rejects %j naming the key', (file, msg) => {
     expect(() => buildConfig(file as Record<string, unknown>, ENV)).toThrow(msg);
   });

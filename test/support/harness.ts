@@ -4,7 +4,7 @@
  */
 import { inject } from 'vitest';
 import pino from 'pino';
-import { createSluice, type Sluice } from '../../src/app.js';
+import { createSluice, createStore, type Sluice } from '../../src/app.js';
 import { ManualClock, systemClock, type Clock } from '../../src/clock.js';
 import { buildConfig, type Config } from '../../src/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -45,6 +45,8 @@ export interface HarnessOptions {
   /** Watch a config file (hot reload), as npm start does with SLUICE_CONFIG. */
   configFile?: { path: string; env: NodeJS.ProcessEnv; pollMs?: number };
   log?: import('pino').Logger;
+  /** Build the store from the config as npm start does (Sentinel, Cluster). */
+  storeFromConfig?: boolean;
 }
 
 export async function startHarness(opts: HarnessOptions): Promise<Harness> {
@@ -61,7 +63,11 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
     ...opts.env,
   });
   let store: Store;
-  if (opts.store === 'redis') {
+  if (opts.storeFromConfig) {
+    const rs = createStore(config, pino({ level: 'silent' })) as RedisStore;
+    await rs.waitReady(10_000);
+    store = rs;
+  } else if (opts.store === 'redis') {
     const rs = new RedisStore({
       url: config.redisUrl!,
       keyPrefix: opts.prefix ?? uniquePrefix('h'),

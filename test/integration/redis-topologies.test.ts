@@ -1,0 +1,129 @@
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../support/harness.js';
+import { request } from '../support/http.js';
+import { findOnPath, freePort, spawnRedis, type SpawnedRedis } from '../support/redis.js';
+
+const run = promisify(execFile);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(pred: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const t0 = Date.now();
+  while (!(await pred().catch(() => false))) {
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+async function exercise(h: Harness): Promise<void> {
+  const { key, id } = await h.createKey(`topo-${Date.now()}`);
+  const statuses: number[] = [];
+  for (let i = 0; i < 22; i++) {
+    const r = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash-free"}' });
+    statuses.push(r.status);
+  }
+  expect(statuses.filter((s) => s === 200)).toHaveLength(20);
+  expect(statuses.slice(20)).toEqual([429, 429]);
+  const ip: number[] = [];
+  for (let i = 0; i < 21; i++) ip.push((await request(h.url, 'GET', '/api/log/token', { headers: { authorization: `Bearer ${key}` } })).status);
+  expect(ip.slice(0, 20).every((s) => s === 200)).toBe(true);
+  expect(ip[20]).toBe(429);
+  const del = await fetch(`${h.adminUrl}/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: 'Bearer test-admin-token-0123456789' } });
+  expect(del.status).toBe(204);
+  expect((await request(h.url, 'GET', '/v1/models', { headers: { authorization: `Bearer ${key}` } })).status).toBe(401);
+}
+
+describe('Redis Sentinel', () => {
+  let master: SpawnedRedis;
+  let sentinel: ChildProcess;
+  let sentinelPort: number;
+  let h: Harness;
+
+  beforeAll(async () => {
+    master = await spawnRedis();
+    sentinelPort = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-sentinel-'));
+    const conf = join(dir, 'sentinel.conf');
+    writeFileSync(conf, `port ${sentinelPort}\nbind 127.0.0.1\ndir ${dir}\nsentinel monitor mymaster 127.0.0.1 ${master.port} 1\nsentinel down-after-milliseconds mymaster 2000\n`);
+    sentinel = spawn(findOnPath('redis-server') ?? 'redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+    await until(async () => {
+      const c = new Redis({ port: sentinelPort, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      try {
+        await c.connect();
+        const m = (await c.call('SENTINEL', 'get-master-addr-by-name', 'mymaster')) as string[] | null;
+        return Array.isArray(m) && m[1] === String(master.port);
+      } finally {
+        c.disconnect();
+      }
+    }, 10_000, 'sentinel');
+    h = await startHarness({
+      store: 'redis',
+      storeFromConfig: true,
+      env: {
+        // The URL's host is not used with Sentinel: the master comes from the sentinels.
+        SLUICE_REDIS_URL: 'redis://127.0.0.1:1/0',
+        SLUICE_REDIS_SENTINELS: `127.0.0.1:${sentinelPort}`,
+        SLUICE_REDIS_SENTINEL_NAME: 'mymaster',
+      },
+    });
+  });
+  afterAll(async () => {
+    await h?.close();
+    sentinel?.kill('SIGKILL');
+    await master?.kill();
+  });
+
+  it('finds the master through the sentinels and enforces limits and keys there', async () => {
+    await exercise(h);
+    const direct = new Redis(master.url);
+    try {
+      expect((await direct.keys('sluice:*')).length).toBeGreaterThan(0);
+    } finally {
+      direct.disconnect();
+    }
+  });
+});
+
+describe('Redis Cluster', () => {
+  const nodes: SpawnedRedis[] = [];
+  let h: Harness;
+
+  beforeAll(async () => {
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort();
+      nodes.push(await spawnRedis({ port, args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '2000'] }));
+    }
+    const cli = findOnPath('redis-cli');
+    if (!cli) throw new Error('redis-cli is required for the Cluster test (Debian package redis-tools)');
+    await run(cli, ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes']);
+    await until(async () => {
+      const c = new Redis(nodes[0]!.url, { maxRetriesPerRequest: 0 });
+      try {
+        return ((await c.cluster('INFO')) as string).includes('cluster_state:ok');
+      } finally {
+        c.disconnect();
+      }
+    }, 15_000, 'cluster_state:ok');
+    h = await startHarness({
+      store: 'redis',
+      storeFromConfig: true,
+      env: {
+        SLUICE_REDIS_URL: 'redis://127.0.0.1:1',
+        SLUICE_REDIS_CLUSTER_NODES: nodes.map((n) => `127.0.0.1:${n.port}`).join(','),
+      },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await h?.close();
+    await Promise.all(nodes.map((n) => n.kill()));
+  });
+
+  it('runs every script on one slot per subject and enforces limits and keys', async () => {
+    await exercise(h);
+  });
+});
