@@ -1,0 +1,96 @@
+/**
+ * The Dockerfile and .dockerignore, read without a Docker engine: multi-stage, small Node 20 base,
+ * production dependencies only in the runtime stage, compiled JS, non-root numeric user.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { execForm, last, readDockerfile, type Stage } from './dockerfile.js';
+import { existsInRepo, ROOT } from './k8s.js';
+
+const NODE_20 = /^node:20(?:\.\d+){0,2}-(?:slim|alpine)(?:\d+(?:\.\d+)*)?(?:@sha256:[0-9a-f]{64})?$/;
+
+function runs(stage: Stage): string[] {
+  return stage.instructions.filter((i) => i.op === 'RUN').map((i) => i.args);
+}
+
+describe('Dockerfile', () => {
+  const stages = readDockerfile();
+  const runtime = stages.at(-1)!;
+  const build = stages.find((s) => s.name?.toLowerCase() === 'build');
+
+  it('is multi-stage: a build stage, then a runtime stage, both on Node 20 slim/alpine', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    expect(build, 'a stage named "build" (FROM ... AS build)').toBeDefined();
+    expect(runtime).not.toBe(build);
+    for (const s of stages) expect(s.from).toMatch(NODE_20);
+  });
+
+  it('compiles TypeScript in the build stage with the full dependency set', () => {
+    const r = runs(build!);
+    expect(r.some((x) => /\bnpm ci\b/.test(x) && !/--omit=dev|--production/.test(x))).toBe(true);
+    expect(r.some((x) => /\bnpm run build\b/.test(x))).toBe(true);
+    // Only the sources the compiler needs.
+    const copies = build!.instructions.filter((i) => i.op === 'COPY').map((i) => i.args);
+    expect(copies.some((c) => /\bsrc\b/.test(c))).toBe(true);
+    expect(copies.some((c) => /tsconfig\.build\.json/.test(c))).toBe(true);
+  });
+
+  it('installs only production dependencies in the runtime stage and copies the compiled dist/', () => {
+    const r = runs(runtime);
+    expect(r.some((x) => /\bnpm ci\b.*--omit=dev/.test(x) || /\bnpm prune\b.*--omit=dev|--production/.test(x))).toBe(true);
+    const copies = runtime.instructions.filter((i) => i.op === 'COPY').map((i) => i.args);
+    expect(copies.some((c) => /--from=build\s+\S*dist\S*\s+\S*dist/.test(c))).toBe(true);
+    // No sources, no TypeScript toolchain in the image.
+    expect(copies.some((c) => /(^|\s)(\.\/)?src\b/.test(c) && !/--from=/.test(c))).toBe(false);
+    expect(copies.some((c) => /^\.\s|\s\.\s+\.?\/?$/.test(c))).toBe(false); // no `COPY . .`
+    expect(runtime.instructions.find((i) => i.op === 'ENV' && /NODE_ENV=production/.test(i.args))).toBeDefined();
+  });
+
+  it('runs as a non-root numeric user', () => {
+    const user = last(runtime, 'USER');
+    expect(user, 'USER in the runtime stage').toBeDefined();
+    const [uid, gid] = user!.args.split(':');
+    expect(uid).toMatch(/^\d+$/);
+    expect(Number(uid)).toBeGreaterThan(0);
+    if (gid !== undefined) expect(gid).toMatch(/^\d+$/);
+    // USER comes after every RUN, so nothing runs as root later.
+    const lastRun = runtime.instructions.filter((i) => i.op === 'RUN').at(-1);
+    if (lastRun) expect(user!.line).toBeGreaterThan(lastRun.line);
+  });
+
+  it('starts the compiled program with node, in exec form, from the WORKDIR the dist/ is copied to', () => {
+    expect(last(runtime, 'ENTRYPOINT')).toBeUndefined();
+    expect(execForm(last(runtime, 'CMD')?.args ?? '')).toEqual(['node', 'dist/main.js']);
+    expect(last(runtime, 'WORKDIR')?.args).toBe('/app');
+    // `npm run build` writes dist/main.js from src/main.ts.
+    expect(existsInRepo('src/main.ts')).toBe(true);
+    const buildConfig = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { compilerOptions?: { outDir?: string; rootDir?: string } };
+    expect(buildConfig.compilerOptions?.outDir).toBe('dist');
+    expect(buildConfig.compilerOptions?.rootDir).toBe('src');
+  });
+
+  it('declares the public and admin ports the manifests use', () => {
+    const exposed = runtime.instructions.filter((i) => i.op === 'EXPOSE').flatMap((i) => i.args.split(/\s+/));
+    expect(exposed).toEqual(expect.arrayContaining(['8080', '9090']));
+  });
+});
+
+describe('.dockerignore', () => {
+  const patterns = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'))
+    .map((l) => l.replace(/^\/+|\/+$/g, ''));
+
+  it.each(['node_modules', '.git', 'test', 'bench', 'dist'])('excludes %s', (entry) => {
+    expect(patterns).toContain(entry);
+  });
+
+  it('does not exclude what the build needs', () => {
+    for (const needed of ['src', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) {
+      expect(patterns).not.toContain(needed);
+    }
+    expect(patterns.some((p) => p.startsWith('!'))).toBe(false);
+  });
+});

@@ -1,0 +1,317 @@
+/**
+ * The manifests cannot drift from the program: take the built Deployment, start sluice with exactly
+ * the sidecar's command, environment and mounted config file, and call it where the manifests say
+ * it listens (probe paths on the probe ports, the Service's target port, the relay at the upstream
+ * URL). Then SIGTERM it and expect exit code 0 within the Pod's grace period.
+ *
+ * What differs from the cluster, and only this:
+ *   - `node dist/<x>.js` runs as `node --import tsx src/<x>.ts` (the same node, the sources instead of
+ *     the compiled output; signals and the exit code are the program's own) with the repository as
+ *     the working directory (the image's WORKDIR);
+ *   - values that come from Secrets (not in the manifests) are test values; the Redis URL is the test
+ *     run's Redis;
+ *   - SLUICE_CONFIG points at a temporary directory holding the ConfigMap's files, as the mount would;
+ *   - the relay at SLUICE_UPSTREAM_URL is the relay stand-in, started on that very address.
+ * Ports come from the manifests: if one is taken on this machine the test says so and fails.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import type { IContainer } from 'kubernetes-models/v1/Container';
+import { startRelayStandin, type RelayStandin } from '../../src/demo/relay.js';
+import { effectiveArgv, last, readDockerfile, stageEnv } from './dockerfile.js';
+import {
+  configMount,
+  containerPort,
+  existsInRepo,
+  httpProbe,
+  kubectlMode,
+  kustomize,
+  one,
+  publicService,
+  ROOT,
+  sluicePod,
+  type K8sObject,
+} from './k8s.js';
+
+const STARTUP_TIMEOUT_MS = 20_000;
+
+/** Stand-ins for what the operator's Secrets hold, by the variable they feed. */
+function secretTestValues(): Record<string, string> {
+  return {
+    SLUICE_ADMIN_TOKEN: 'drift-test-admin-token-0123456789',
+    SLUICE_REDIS_URL: inject('redisUrl'),
+    SLUICE_UPSTREAM_CREDENTIAL: 'sk-drift-test-upstream-credential',
+  };
+}
+
+/** `node dist/x.js ...` → `node --import tsx src/x.ts ...`; anything else is refused. */
+function toDev(argv: string[]): string[] {
+  const [bin, script, ...rest] = argv;
+  if (bin !== 'node') throw new Error(`the container runs ${JSON.stringify(argv)}, not node`);
+  const m = /^(?:\.\/)?dist\/(.+)\.js$/.exec(script ?? '');
+  if (!m) throw new Error(`the container runs ${JSON.stringify(script)}, not a dist/*.js file`);
+  return ['--import', 'tsx', `src/${m[1]}.ts`, ...rest];
+}
+
+/** The container's environment as Kubernetes would set it, Secret values replaced by test values. */
+function containerEnv(objects: K8sObject[], c: IContainer): { env: Record<string, string>; fromSecrets: string[] } {
+  const tests = secretTestValues();
+  const env: Record<string, string> = {};
+  const fromSecrets: string[] = [];
+  // $(VAR) refers to variables defined earlier in the list; $$ is a literal $.
+  const expand = (v: string): string => v.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (all, name?: string) => (name === undefined ? '$' : (env[name] ?? all)));
+  if (c.envFrom?.length) throw new Error(`container ${c.name}: envFrom is not supported by this test; use env`);
+  for (const e of c.env ?? []) {
+    if (e.value !== undefined) {
+      env[e.name] = expand(e.value);
+    } else if (e.valueFrom?.secretKeyRef) {
+      const v = tests[e.name];
+      if (v === undefined) throw new Error(`${e.name} comes from a Secret: give it a test value in secretTestValues()`);
+      env[e.name] = v;
+      fromSecrets.push(e.name);
+    } else if (e.valueFrom?.configMapKeyRef) {
+      const ref = e.valueFrom.configMapKeyRef;
+      const v = one<IConfigMap>(objects, 'ConfigMap', ref.name!).data?.[ref.key];
+      if (v === undefined) throw new Error(`${e.name}: ConfigMap ${ref.name} has no key ${ref.key}`);
+      env[e.name] = v;
+    } else if (e.valueFrom) {
+      throw new Error(`${e.name}: unsupported valueFrom ${JSON.stringify(e.valueFrom)}`);
+    } else {
+      env[e.name] = '';
+    }
+  }
+  return { env, fromSecrets };
+}
+
+function assertPortFree(port: number, host: string, what: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        new Error(
+          `${what} port ${port} (from the manifests) is not free on this machine (${err.code ?? err.message}). ` +
+            'The drift test runs sluice on the ports the manifests name; stop whatever holds it and re-run.',
+        ),
+      ),
+    );
+    s.listen(port, host, () => s.close(() => resolve()));
+  });
+}
+
+interface Running {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function start(args: string[], env: Record<string, string>): Running {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const keep = (b: Buffer): void => {
+    out = (out + b.toString('utf8')).slice(-8_000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, output: () => out, exited };
+}
+
+async function waitFor200(url: string, run: Running, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = 'no answer yet';
+  let exited = false;
+  void run.exited.then(() => (exited = true));
+  while (Date.now() < deadline) {
+    if (exited) throw new Error(`sluice exited before ${url} answered 200. Its output:\n${run.output()}`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+      last = `HTTP ${res.status}`;
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} did not answer 200 within ${timeoutMs} ms (last: ${last}). sluice output:\n${run.output()}`);
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+interface Launched {
+  objects: K8sObject[];
+  env: Record<string, string>;
+  run: Running;
+  relay: RelayStandin;
+  /** URL of a path on a port of the local sluice. */
+  at: (port: number, path: string) => string;
+  adminPort: number;
+  servicePort: number;
+  annotations: Record<string, string>;
+  graceSeconds: number;
+}
+
+/**
+ * Builds `dir`, starts sluice exactly as its sidecar container says (see the file comment for the
+ * only differences) with the relay stand-in at SLUICE_UPSTREAM_URL, and waits until the startup,
+ * liveness and readiness probes answer 200 on the ports they name.
+ */
+async function launchFromManifests(dir: string): Promise<Launched> {
+  const objects = kustomize(dir);
+  const { deployment, pod, sidecar } = sluicePod(objects);
+
+  // Command: what the container runs (manifest command/args over the image's ENTRYPOINT/CMD).
+  const runtime = readDockerfile().at(-1)!;
+  const argv = effectiveArgv(runtime, sidecar.command, sidecar.args);
+  expect(argv).toEqual(['node', 'dist/main.js']);
+  // The image alone would run the same.
+  expect(effectiveArgv(runtime, undefined, undefined)).toEqual(argv);
+  expect(sidecar.workingDir ?? last(runtime, 'WORKDIR')?.args).toBe('/app');
+  const devArgs = toDev(argv);
+  // The mapping changes the entry file and adds the loader, nothing else.
+  expect(['node', devArgs[2]!.replace(/^src\/(.+)\.ts$/, 'dist/$1.js'), ...devArgs.slice(3)]).toEqual(argv);
+  expect(existsInRepo(devArgs[2]!)).toBe(true);
+
+  // Environment: the image's ENV, then the container's env.
+  const { env: manifestEnv, fromSecrets } = containerEnv(objects, sidecar);
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: process.env.HOME ?? tmpdir(),
+    ...stageEnv(runtime),
+    ...manifestEnv,
+  };
+  expect(fromSecrets.sort()).toEqual(['SLUICE_ADMIN_TOKEN', 'SLUICE_REDIS_URL', 'SLUICE_UPSTREAM_CREDENTIAL']);
+
+  // The config file: the ConfigMap's files in a directory, as the volume mount lays them out.
+  const { mount, files, fileName } = configMount(objects, pod, sidecar);
+  const dirOnDisk = mkdtempSync(join(tmpdir(), 'sluice-drift-'));
+  cleanups.push(() => rmSync(dirOnDisk, { recursive: true, force: true }));
+  for (const [name, text] of files) writeFileSync(join(dirOnDisk, name), text);
+  expect(env.SLUICE_CONFIG).toBe(`${mount.mountPath.replace(/\/$/, '')}/${fileName}`);
+  env.SLUICE_CONFIG = join(dirOnDisk, fileName);
+  const changed = Object.keys(manifestEnv).filter((k) => env[k] !== manifestEnv[k]);
+  expect(changed).toEqual(['SLUICE_CONFIG']);
+
+  // Ports, all from the manifests.
+  const publicPort = containerPort(sidecar, 'http');
+  const liveness = httpProbe(sidecar, sidecar.livenessProbe, 'livenessProbe');
+  const readiness = httpProbe(sidecar, sidecar.readinessProbe, 'readinessProbe');
+  const startup = sidecar.startupProbe ? httpProbe(sidecar, sidecar.startupProbe, 'startupProbe') : null;
+  const servicePort = publicService(objects).targetPort;
+  const upstream = new URL(env.SLUICE_UPSTREAM_URL!);
+  const host = env.SLUICE_HOST ?? '0.0.0.0';
+  const adminHost = env.SLUICE_ADMIN_HOST ?? '0.0.0.0';
+  await assertPortFree(publicPort, host, 'sluice public');
+  await assertPortFree(liveness.port, adminHost, 'sluice admin');
+  if (readiness.port !== liveness.port) await assertPortFree(readiness.port, adminHost, 'sluice readiness');
+
+  // The relay, where SLUICE_UPSTREAM_URL says it is.
+  let relay: RelayStandin;
+  try {
+    relay = await startRelayStandin({ host: upstream.hostname, port: Number(upstream.port), quiet: true });
+  } catch (err) {
+    throw new Error(
+      `cannot start the relay stand-in at ${upstream.host} (SLUICE_UPSTREAM_URL from the manifests): ` +
+        `${err instanceof Error ? err.message : String(err)}. Free that port and re-run.`,
+    );
+  }
+  cleanups.push(() => relay.close());
+
+  const run = start(devArgs, env);
+  cleanups.push(() => {
+    if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
+  });
+
+  const at = (port: number, path: string): string => `http://127.0.0.1:${port}${path}`;
+  if (startup) await waitFor200(at(startup.port, startup.path), run, STARTUP_TIMEOUT_MS);
+  await waitFor200(at(liveness.port, liveness.path), run, STARTUP_TIMEOUT_MS);
+  await waitFor200(at(readiness.port, readiness.path), run, STARTUP_TIMEOUT_MS);
+
+  return {
+    objects,
+    env,
+    run,
+    relay,
+    at,
+    adminPort: containerPort(sidecar, 'admin'),
+    servicePort,
+    annotations: deployment.spec?.template.metadata?.annotations ?? {},
+    graceSeconds: pod.terminationGracePeriodSeconds ?? 30,
+  };
+}
+
+/** SIGTERM, then the exit status, or 'timeout' after the Pod's grace period. */
+async function terminate(l: Launched): Promise<{ code: number | null; signal: NodeJS.Signals | null } | 'timeout'> {
+  l.run.child.kill('SIGTERM');
+  return Promise.race([
+    l.run.exited,
+    new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), l.graceSeconds * 1000).unref()),
+  ]);
+}
+
+const TITLE = kubectlMode === 'skip' ? 'drift (SKIPPED: kubectl is not on PATH and CI is not set)' : 'drift: manifests vs. program';
+
+describe.skipIf(kubectlMode === 'skip')(TITLE, () => {
+  it.each(['deploy/base', 'deploy/overlays/dev-redis'])(
+    "%s: sluice starts with the manifest's command, env and config file, answers its probes and the Service port, and stops with 0",
+    async (dir) => {
+      const l = await launchFromManifests(dir);
+
+      // The admin token from the Secret opens the admin API on the admin port.
+      const admin = (path: string, init: RequestInit = {}): Promise<Response> =>
+        fetch(l.at(l.adminPort, path), {
+          ...init,
+          headers: { authorization: `Bearer ${l.env.SLUICE_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        });
+      const created = await admin('/admin/keys', {
+        method: 'POST',
+        body: JSON.stringify({ user: `drift-${process.pid}-${Date.now()}`, name: 'drift test' }),
+      });
+      const createdBody = (await created.json()) as { id: string; key: string };
+      expect(created.status, JSON.stringify(createdBody)).toBe(201);
+      cleanups.push(async () => {
+        // On failure paths (sluice still runs): do not leave the key in the shared Redis.
+        await admin(`/admin/keys/${encodeURIComponent(createdBody.id)}`, { method: 'DELETE' }).then(
+          (r) => r.arrayBuffer(),
+          () => undefined,
+        );
+      });
+
+      // The Service's target port is sluice's public listener, which forwards to the relay with the
+      // relay credential from the Secret.
+      const res = await fetch(l.at(l.servicePort, '/v1/models'), { headers: { authorization: `Bearer ${createdBody.key}` } });
+      await res.arrayBuffer();
+      expect(res.status).toBe(200);
+      expect(l.relay.requests).toHaveLength(1);
+      expect(l.relay.requests[0]!.headers.authorization).toBe(`Bearer ${l.env.SLUICE_UPSTREAM_CREDENTIAL}`);
+      const deleted = await admin(`/admin/keys/${encodeURIComponent(createdBody.id)}`, { method: 'DELETE' });
+      await deleted.arrayBuffer();
+      expect(deleted.status).toBe(204);
+
+      // SIGTERM: exit 0 within the Pod's grace period.
+      expect(await terminate(l), `sluice output:\n${l.run.output()}`).toEqual({ code: 0, signal: null });
+    },
+    120_000,
+  );
+
+  it('deploy/base: Prometheus finds metrics where the Pod annotations say', async () => {
+    const l = await launchFromManifests('deploy/base');
+    expect(l.annotations['prometheus.io/scrape']).toBe('true');
+    const path = l.annotations['prometheus.io/path'] ?? '/metrics';
+    const res = await fetch(l.at(Number(l.annotations['prometheus.io/port'] ?? 0), path));
+    const text = await res.text();
+    expect(res.status, `GET ${path} on port ${l.annotations['prometheus.io/port']}`).toBe(200);
+    expect(text).toMatch(/^# (HELP|TYPE) /m);
+    expect(await terminate(l), `sluice output:\n${l.run.output()}`).toEqual({ code: 0, signal: null });
+  }, 120_000);
+});

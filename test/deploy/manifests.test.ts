@@ -1,0 +1,435 @@
+/**
+ * deploy/: every kustomization builds offline, every object validates against the Kubernetes
+ * schemas, and the Pod has the shape the issue asks for (native sidecar, probes on the admin port,
+ * hardening, drain budget, hot-reloadable config, Service and NetworkPolicy exposing only what they
+ * should). The program side of the contract is checked in drift.test.ts.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import type { IContainer } from 'kubernetes-models/v1/Container';
+import type { IIngress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
+import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import type { ISecret } from 'kubernetes-models/v1/Secret';
+import type { IService } from 'kubernetes-models/v1/Service';
+import { buildConfig, ENV_VARS } from '../../src/config.js';
+import {
+  APPLIED,
+  byKind,
+  configMount,
+  containerPort,
+  envVar,
+  findKustomizations,
+  httpProbe,
+  kubectlMode,
+  kustomize,
+  KUSTOMIZATIONS,
+  NAMES,
+  labelsMatch,
+  one,
+  parseManifests,
+  podServices,
+  publicService,
+  resolvePort,
+  ROOT,
+  sluicePod,
+  validateObject,
+  type K8sObject,
+} from './k8s.js';
+
+/** Seconds between the end of the drain and SIGKILL, for the process to exit after draining. */
+const SHUTDOWN_MARGIN_SECONDS = 5;
+/** The program's default when the config file does not set drainSeconds. */
+const DEFAULT_DRAIN_SECONDS = 30;
+/** Measured memory (MB RSS): idle and at 5,000 concurrent streams. */
+const MEASURED_IDLE_MB = 80;
+const MEASURED_PEAK_MB = 150;
+
+/** Bytes of a memory quantity, cores of a CPU quantity. */
+function quantity(q: string | number | undefined, what: string): number {
+  if (q === undefined) throw new Error(`${what} is not set`);
+  if (typeof q === 'number') return q;
+  const m = /^(\d+(?:\.\d+)?)(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(q);
+  if (!m) throw new Error(`${what}: cannot read quantity ${q}`);
+  const factor: Record<string, number> = { m: 1e-3, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
+  return Number(m[1]) * (m[2] ? factor[m[2]]! : 1);
+}
+
+function readSecretExample(): ISecret {
+  const docs = parseManifests(readFileSync(join(ROOT, 'deploy/base/secret.example.yaml'), 'utf8'), 'secret.example.yaml');
+  expect(docs).toHaveLength(1);
+  return docs[0] as unknown as ISecret;
+}
+
+function decodeSecret(secret: ISecret, key: string): string | undefined {
+  if (secret.stringData?.[key] !== undefined) return secret.stringData[key];
+  const b64 = secret.data?.[key];
+  return b64 === undefined ? undefined : Buffer.from(b64, 'base64').toString('utf8');
+}
+
+function drainSecondsOf(files: Map<string, string>, fileName: string): number {
+  const text = files.get(fileName);
+  if (text === undefined) throw new Error(`the config ConfigMap has no ${fileName}`);
+  const doc = (parseYaml(text) ?? {}) as Record<string, unknown>;
+  const v = doc.drainSeconds;
+  if (v === undefined) return DEFAULT_DRAIN_SECONDS;
+  if (typeof v !== 'number') throw new Error(`drainSeconds in ${fileName} is not a number`);
+  return v;
+}
+
+function preStopSleepSeconds(relay: IContainer): number {
+  const preStop = relay.lifecycle?.preStop;
+  if (preStop?.sleep) return preStop.sleep.seconds;
+  const cmd = preStop?.exec?.command;
+  if (cmd && cmd[0] === 'sleep' && cmd.length === 2 && /^\d+$/.test(cmd[1]!)) return Number(cmd[1]);
+  throw new Error(`the relay container has no preStop sleep (got ${JSON.stringify(preStop)})`);
+}
+
+
+describe('deploy/ kustomizations', () => {
+  it('the tests cover every kustomization under deploy/', () => {
+    expect(findKustomizations()).toEqual([...KUSTOMIZATIONS].sort());
+  });
+
+  it('secret.example.yaml (not applied: the operator creates the Secret) is a valid Secret', () => {
+    const secret = readSecretExample();
+    expect(validateObject(secret as unknown as K8sObject)).toEqual([]);
+    expect(secret.metadata?.name).toBe(NAMES.secret);
+    const token = decodeSecret(secret, 'admin-token') ?? '';
+    expect(token.length).toBeGreaterThanOrEqual(16);
+  });
+});
+
+const BUILD_TITLE =
+  kubectlMode === 'skip' ? 'kubectl kustomize (SKIPPED: kubectl is not on PATH and CI is not set)' : 'kubectl kustomize';
+
+describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
+  describe.each(KUSTOMIZATIONS)('%s', (dir) => {
+    it('builds with `kubectl kustomize` and every object validates against the Kubernetes schemas', () => {
+      const objects = kustomize(dir);
+      expect(objects.length).toBeGreaterThan(0);
+      const ids = objects.map((o) => `${o.kind}/${o.metadata.name}`);
+      expect(new Set(ids).size, 'duplicate objects').toBe(ids.length);
+      const problems = objects.flatMap(validateObject);
+      expect(problems).toEqual([]);
+    });
+
+    it('runs sluice as a native sidecar of the relay, hardened, probed on its admin port', () => {
+      const { pod, sidecar, relay } = sluicePod(kustomize(dir));
+      // A restartable init container: starts before the relay, stops after it (Kubernetes >= 1.29).
+      expect(sidecar.restartPolicy).toBe('Always');
+      expect(pod.containers.map((c) => c.name)).not.toContain(NAMES.sidecar);
+      // A pinned sluice image: a version tag or a digest, never latest.
+      expect(sidecar.image).toMatch(/\/sluice(?::[\w.-]+)?(?:@sha256:[0-9a-f]{64})?$/);
+      expect(sidecar.image).toMatch(/:(?!latest$)[\w.-]+$|@sha256:[0-9a-f]{64}$/);
+
+      const sc = sidecar.securityContext;
+      expect(sc?.runAsNonRoot).toBe(true);
+      expect(sc?.runAsUser).toBeGreaterThan(0);
+      expect(sc?.readOnlyRootFilesystem).toBe(true);
+      expect(sc?.allowPrivilegeEscalation).toBe(false);
+      expect(sc?.capabilities?.drop).toContain('ALL');
+      expect(relay.securityContext?.allowPrivilegeEscalation).toBe(false);
+      expect(pod.securityContext?.seccompProfile?.type).toBe('RuntimeDefault');
+      // A Service named "sluice" would otherwise inject SLUICE_PORT=tcp://... into the sidecar.
+      expect(pod.enableServiceLinks).toBe(false);
+
+      const adminPort = containerPort(sidecar, 'admin');
+      const publicPort = containerPort(sidecar, 'http');
+      expect(adminPort).not.toBe(publicPort);
+      // The program listens where the ports say (program defaults: 8080 and 9090).
+      expect(Number(envVar(sidecar, 'SLUICE_ADMIN_PORT')?.value ?? 9090)).toBe(adminPort);
+      expect(Number(envVar(sidecar, 'SLUICE_PORT')?.value ?? 8080)).toBe(publicPort);
+
+      expect(httpProbe(sidecar, sidecar.livenessProbe, 'livenessProbe')).toEqual({ path: '/healthz', port: adminPort });
+      expect(httpProbe(sidecar, sidecar.readinessProbe, 'readinessProbe')).toEqual({ path: '/readyz', port: adminPort });
+      if (sidecar.startupProbe) {
+        expect(httpProbe(sidecar, sidecar.startupProbe, 'startupProbe')).toEqual({ path: '/healthz', port: adminPort });
+      }
+    });
+
+    it('sizes sluice from the measurements', () => {
+      const { sidecar } = sluicePod(kustomize(dir));
+      const r = sidecar.resources;
+      const MB = 1e6;
+      const reqMem = quantity(r?.requests?.memory, 'requests.memory');
+      const limMem = quantity(r?.limits?.memory, 'limits.memory');
+      expect(reqMem).toBeGreaterThanOrEqual(MEASURED_IDLE_MB * MB);
+      expect(limMem).toBeGreaterThanOrEqual(MEASURED_PEAK_MB * MB * 1.5);
+      expect(quantity(r?.requests?.cpu, 'requests.cpu')).toBeGreaterThan(0);
+      expect(quantity(r?.limits?.cpu, 'limits.cpu')).toBeGreaterThanOrEqual(1);
+      // V8's heap cap, when set, must leave room below the container limit.
+      const heap = /--max-old-space-size=(\d+)/.exec(envVar(sidecar, 'NODE_OPTIONS')?.value ?? '');
+      if (heap) expect(Number(heap[1]) * 2 ** 20).toBeLessThan(limMem - 64 * 2 ** 20);
+    });
+
+    it('mounts the limits config as a hot-reloadable directory and points SLUICE_CONFIG into it', () => {
+      const objects = kustomize(dir);
+      const { pod, sidecar } = sluicePod(objects);
+      const { mount, configMap, fileName, files } = configMount(objects, pod, sidecar);
+      // subPath mounts never see ConfigMap updates.
+      expect(mount.subPath).toBeUndefined();
+      expect(mount.subPathExpr).toBeUndefined();
+      expect(mount.readOnly).toBe(true);
+      expect(fileName).toBe(NAMES.configFile);
+      expect(files.has(fileName)).toBe(true);
+      // A stable name (no generator hash): `kubectl apply` updates it in place and sluice reloads the
+      // file; a hashed name would replace the Pods instead.
+      expect(configMap.metadata?.name).toMatch(/^sluice-config(?:-[a-z0-9-]+)?$/);
+      expect(configMap.metadata?.name).not.toMatch(/-[a-z0-9]{10}$/);
+    });
+
+    it("the ConfigMap's config file is accepted by the program's config loader", () => {
+      const objects = kustomize(dir);
+      const { pod, sidecar } = sluicePod(objects);
+      const { files, fileName } = configMount(objects, pod, sidecar);
+      const doc = (parseYaml(files.get(fileName)!) ?? {}) as Record<string, unknown>;
+      const env: Record<string, string> = { SLUICE_ADMIN_TOKEN: 'x'.repeat(32), SLUICE_REDIS_URL: 'redis://127.0.0.1:6379' };
+      for (const e of sidecar.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
+      expect(() => buildConfig(doc, env)).not.toThrow();
+    });
+
+    it('every SLUICE_* variable of the sidecar is one the program reads', () => {
+      const { sidecar } = sluicePod(kustomize(dir));
+      const names = (sidecar.env ?? []).map((e) => e.name).filter((n) => n.startsWith('SLUICE_'));
+      const unknown = names.filter((n) => !(n in ENV_VARS));
+      expect(unknown, `not in ENV_VARS of src/config.ts: ${unknown.join(', ')}`).toEqual([]);
+    });
+
+    it('gives in-flight streams the drain deadline: relay preStop sleep and grace period cover drainSeconds', () => {
+      const objects = kustomize(dir);
+      const { pod, sidecar, relay } = sluicePod(objects);
+      const { files, fileName } = configMount(objects, pod, sidecar);
+      // SLUICE_DRAIN_SECONDS, when set, wins over the file.
+      const fromEnv = envVar(sidecar, 'SLUICE_DRAIN_SECONDS')?.value;
+      const drain = fromEnv !== undefined ? Number(fromEnv) : drainSecondsOf(files, fileName);
+      const sleep = preStopSleepSeconds(relay);
+      const grace = pod.terminationGracePeriodSeconds ?? 30;
+      // The relay stops first (new-api exits at once on SIGTERM): its preStop sleep is the window in
+      // which streams through sluice finish. Then sluice gets SIGTERM and drains up to drainSeconds.
+      expect(sleep).toBeGreaterThanOrEqual(drain);
+      expect(grace).toBeGreaterThanOrEqual(drain + SHUTDOWN_MARGIN_SECONDS);
+      expect(grace).toBeGreaterThanOrEqual(sleep + drain + SHUTDOWN_MARGIN_SECONDS);
+    });
+
+    it('sends sluice to the relay over loopback, on the port the relay listens on', () => {
+      const { sidecar, relay } = sluicePod(kustomize(dir));
+      const upstream = new URL(envVar(sidecar, 'SLUICE_UPSTREAM_URL')?.value ?? '');
+      expect(upstream.protocol).toBe('http:');
+      expect(upstream.hostname).toBe('127.0.0.1');
+      expect(upstream.port).toBe(envVar(relay, 'PORT')?.value);
+      // The relay's port is not declared, so nothing can name it; it is reachable only in the Pod.
+      expect(relay.ports ?? []).toEqual([]);
+    });
+
+    it('reads secrets only from the operator Secret (keys as in secret.example.yaml) or generated ones', () => {
+      const objects = kustomize(dir);
+      const { sidecar } = sluicePod(objects);
+      const example = readSecretExample();
+      const exampleKeys = new Set([...Object.keys(example.stringData ?? {}), ...Object.keys(example.data ?? {})]);
+      for (const e of sidecar.env ?? []) {
+        const ref = e.valueFrom?.secretKeyRef;
+        if (ref) {
+          if (ref.name === NAMES.secret) {
+            expect(exampleKeys.has(ref.key), `${e.name}: key ${ref.key} missing from secret.example.yaml`).toBe(true);
+            // Never generated into the build: `kubectl apply -k` must not overwrite a rotated token.
+            expect(objects.some((o) => o.kind === 'Secret' && o.metadata.name === NAMES.secret)).toBe(false);
+          } else {
+            const generated = one<ISecret>(objects, 'Secret', ref.name!);
+            expect(decodeSecret(generated, ref.key), `${e.name}: key ${ref.key} in Secret ${ref.name}`).toBeDefined();
+          }
+        }
+        const cmRef = e.valueFrom?.configMapKeyRef;
+        if (cmRef) expect(one<IConfigMap>(objects, 'ConfigMap', cmRef.name!).data?.[cmRef.key]).toBeDefined();
+      }
+      expect(envVar(sidecar, 'SLUICE_ADMIN_TOKEN')?.valueFrom?.secretKeyRef?.name).toBe(NAMES.secret);
+      expect(envVar(sidecar, 'SLUICE_REDIS_URL')?.valueFrom?.secretKeyRef).toBeDefined();
+    });
+
+    it('keeps two or more replicas on a shared Redis, with a PodDisruptionBudget of minAvailable 1', () => {
+      const objects = kustomize(dir);
+      const { deployment, sidecar } = sluicePod(objects);
+      expect(deployment.spec?.replicas).toBeGreaterThanOrEqual(2);
+      expect(envVar(sidecar, 'SLUICE_REDIS_URL')).toBeDefined();
+      const podLabels = deployment.spec?.template.metadata?.labels;
+      const pdbs = byKind<IPodDisruptionBudget>(objects, 'PodDisruptionBudget').filter((p) =>
+        labelsMatch(p.spec?.selector?.matchLabels, podLabels),
+      );
+      expect(pdbs).toHaveLength(1);
+      expect(pdbs[0]!.spec?.minAvailable).toBe(1);
+    });
+
+    it('announces /metrics on the admin port to Prometheus', () => {
+      const { deployment, sidecar } = sluicePod(kustomize(dir));
+      const a = deployment.spec?.template.metadata?.annotations ?? {};
+      expect(a['prometheus.io/scrape']).toBe('true');
+      expect(Number(a['prometheus.io/port'])).toBe(containerPort(sidecar, 'admin'));
+      expect(a['prometheus.io/path']).toBe('/metrics');
+    });
+
+    it("exposes only sluice's public port in the Service; no Service reaches the relay", () => {
+      const objects = kustomize(dir);
+      const { sidecar } = sluicePod(objects);
+      const publicPort = containerPort(sidecar, 'http');
+      const adminPort = containerPort(sidecar, 'admin');
+
+      const { service: pub } = publicService(objects);
+      expect(pub.spec?.ports).toHaveLength(1);
+      for (const svc of podServices(objects)) {
+        for (const p of svc.spec?.ports ?? []) {
+          // By number: Services resolve named ports of sidecar (init) containers only from
+          // Kubernetes 1.32 on (kubernetes/kubernetes#127958).
+          expect(typeof (p.targetPort ?? p.port), `Service ${svc.metadata?.name}: targetPort by number`).toBe('number');
+          const target = resolvePort(sidecar, p.targetPort ?? p.port);
+          expect([publicPort, adminPort], `Service ${svc.metadata?.name} port ${p.port}`).toContain(target);
+          // The admin port stays inside the cluster.
+          if (target === adminPort) expect(svc.spec?.type ?? 'ClusterIP').toBe('ClusterIP');
+        }
+      }
+    });
+
+    it('NetworkPolicy: public port from anywhere, admin port only from inside the cluster, nothing else', () => {
+      const objects = kustomize(dir);
+      const { deployment, sidecar } = sluicePod(objects);
+      const podLabels = deployment.spec?.template.metadata?.labels;
+      const publicPort = containerPort(sidecar, 'http');
+      const adminPort = containerPort(sidecar, 'admin');
+      const policies = byKind<INetworkPolicy>(objects, 'NetworkPolicy').filter((p) => labelsMatch(p.spec?.podSelector.matchLabels, podLabels));
+      expect(policies).toHaveLength(1);
+      const spec = policies[0]!.spec!;
+      expect(spec.policyTypes).toContain('Ingress');
+
+      const admitted = new Map<number, { fromAnywhere: boolean; peers: unknown[] }[]>();
+      for (const rule of spec.ingress ?? []) {
+        // A rule without ports admits every port, the relay's included.
+        expect(rule.ports?.length, 'an ingress rule without ports').toBeGreaterThan(0);
+        for (const p of rule.ports!) {
+          // By number: some network plugins do not resolve named ports of sidecar (init)
+          // containers (projectcalico/calico#8881).
+          expect(typeof p.port, 'NetworkPolicy port by number').toBe('number');
+          const port = resolvePort(sidecar, p.port);
+          expect(p.protocol ?? 'TCP').toBe('TCP');
+          expect(p.endPort).toBeUndefined();
+          const list = admitted.get(port) ?? [];
+          list.push({ fromAnywhere: !rule.from?.length, peers: rule.from ?? [] });
+          admitted.set(port, list);
+        }
+      }
+      expect([...admitted.keys()].sort()).toEqual([publicPort, adminPort].sort());
+      expect(admitted.get(publicPort)!.some((r) => r.fromAnywhere)).toBe(true);
+      for (const r of admitted.get(adminPort)!) {
+        expect(r.fromAnywhere, 'admin port open to anywhere').toBe(false);
+        // Pods of the cluster only: namespace/pod selectors, never an ipBlock.
+        for (const peer of r.peers as Record<string, unknown>[]) {
+          expect(peer.ipBlock).toBeUndefined();
+          expect(peer.namespaceSelector ?? peer.podSelector).toBeDefined();
+        }
+      }
+    });
+  });
+
+  it('dev-redis: brings its own Redis, reachable only from the sluice Pods, and points sluice at it', () => {
+    const objects = kustomize('deploy/overlays/dev-redis');
+    const { sidecar, deployment } = sluicePod(objects);
+    const ref = envVar(sidecar, 'SLUICE_REDIS_URL')?.valueFrom?.secretKeyRef;
+    const url = new URL(decodeSecret(one<ISecret>(objects, 'Secret', ref!.name!), ref!.key)!);
+    expect(url.protocol).toBe('redis:');
+    const svc = one<IService>(objects, 'Service', url.hostname);
+    expect(svc.spec?.ports?.map((p) => p.port)).toContain(Number(url.port || 6379));
+    const redis = one<{ spec: { template: { metadata: { labels: Record<string, string> } } } }>(objects, 'Deployment', url.hostname);
+    expect(labelsMatch(svc.spec?.selector, redis.spec.template.metadata.labels)).toBe(true);
+    const np = byKind<INetworkPolicy>(objects, 'NetworkPolicy').find((p) =>
+      labelsMatch(p.spec?.podSelector.matchLabels, redis.spec.template.metadata.labels),
+    );
+    expect(np).toBeDefined();
+    const peers = (np!.spec?.ingress ?? []).flatMap((r) => r.from ?? []);
+    expect(peers.length).toBeGreaterThan(0);
+    for (const peer of peers) expect(labelsMatch(peer.podSelector?.matchLabels, deployment.spec?.template.metadata?.labels)).toBe(true);
+  });
+
+  it('managed-redis: Redis URL from the operator Secret, Sentinel list and master name set', () => {
+    const objects = kustomize('deploy/overlays/managed-redis');
+    const { sidecar } = sluicePod(objects);
+    expect(envVar(sidecar, 'SLUICE_REDIS_URL')?.valueFrom?.secretKeyRef).toMatchObject({ name: NAMES.secret, key: 'redis-url' });
+    const value = (name: string): string => {
+      const e = envVar(sidecar, name);
+      if (e?.value !== undefined) return e.value;
+      const ref = e?.valueFrom?.configMapKeyRef;
+      if (!ref) throw new Error(`${name} is neither a value nor a ConfigMap key`);
+      return one<IConfigMap>(objects, 'ConfigMap', ref.name!).data![ref.key]!;
+    };
+    const sentinels = value('SLUICE_REDIS_SENTINELS').split(',');
+    expect(sentinels.length).toBeGreaterThanOrEqual(1);
+    for (const s of sentinels) expect(s).toMatch(/^[A-Za-z0-9.-]+:\d{1,5}$/);
+    expect(value('SLUICE_REDIS_SENTINEL_NAME')).toMatch(/^\S+$/);
+  });
+
+  it('two-channels example: both hostnames reach the one public Service (same Pods, keys and limits)', () => {
+    const objects = kustomize('deploy/examples/two-channels');
+    const { service: pub } = publicService(objects);
+    const portOk = (p: { name?: string; number?: number } | undefined): boolean =>
+      (pub.spec?.ports ?? []).some((sp) => (p?.name !== undefined && sp.name === p.name) || (p?.number !== undefined && sp.port === p.number));
+    const ingresses = byKind<IIngress>(objects, 'Ingress');
+    const hosts = new Set<string>();
+    for (const ing of ingresses) {
+      for (const rule of ing.spec?.rules ?? []) {
+        if (rule.host) hosts.add(rule.host);
+        for (const path of rule.http?.paths ?? []) {
+          expect(path.backend.service?.name).toBe(pub.metadata?.name);
+          expect(portOk(path.backend.service?.port)).toBe(true);
+        }
+      }
+    }
+    expect(hosts.size).toBe(2);
+    // Behind an Ingress controller sluice must trust its X-Forwarded-For, or all clients share one IP.
+    const { pod, sidecar } = sluicePod(objects);
+    const { files, fileName } = configMount(objects, pod, sidecar);
+    const cfg = parseYaml(files.get(fileName)!) as { trustedProxies?: string[] };
+    expect(cfg.trustedProxies?.length).toBeGreaterThan(0);
+    // Otherwise the very limits of the base (the example's file is a copy that must not drift).
+    const baseObjects = kustomize('deploy/base');
+    const baseFiles = configMount(baseObjects, sluicePod(baseObjects).pod, sluicePod(baseObjects).sidecar).files;
+    const baseCfg = parseYaml(baseFiles.get(fileName)!) as Record<string, unknown>;
+    expect({ ...cfg, trustedProxies: [] }).toEqual({ ...baseCfg, trustedProxies: [] });
+  });
+
+  it('existing-new-api example: every selector needs the new instance label, so the current Pods are untouched', () => {
+    const objects = kustomize('deploy/examples/existing-new-api');
+    const instance = { 'app.kubernetes.io/instance': 'new-api-sluice' };
+    const { deployment, pod } = sluicePod(objects);
+    const selectors: [string, Record<string, string> | undefined][] = [
+      ['Deployment', deployment.spec?.selector.matchLabels],
+      ...podServices(objects).map((s): [string, Record<string, string> | undefined] => [`Service ${s.metadata?.name}`, s.spec?.selector]),
+      ...byKind<IPodDisruptionBudget>(objects, 'PodDisruptionBudget').map((p): [string, Record<string, string> | undefined] => [
+        `PodDisruptionBudget ${p.metadata?.name}`,
+        p.spec?.selector?.matchLabels,
+      ]),
+      ...byKind<INetworkPolicy>(objects, 'NetworkPolicy').map((p): [string, Record<string, string> | undefined] => [
+        `NetworkPolicy ${p.metadata?.name}`,
+        p.spec?.podSelector.matchLabels,
+      ]),
+      ...(pod.topologySpreadConstraints ?? []).map((t): [string, Record<string, string> | undefined] => ['topologySpread', t.labelSelector?.matchLabels]),
+    ];
+    expect(podServices(objects).length).toBeGreaterThan(0);
+    for (const [what, sel] of selectors) expect(sel, what).toMatchObject(instance);
+    // The operator's Secrets keep their names.
+    const { sidecar } = sluicePod(objects);
+    expect(envVar(sidecar, 'SLUICE_ADMIN_TOKEN')?.valueFrom?.secretKeyRef?.name).toBe(NAMES.secret);
+  });
+
+  it.each(APPLIED)('%s: sluice and the relay are as in the base but for Redis settings and images', (dir) => {
+    const strip = (c: IContainer): IContainer => ({
+      ...c,
+      image: '', // where the operator keeps the image
+      env: (c.env ?? []).filter((e) => !e.name.startsWith('SLUICE_REDIS_')).sort((a, b) => a.name.localeCompare(b.name)),
+    });
+    const base = sluicePod(kustomize('deploy/base'));
+    const other = sluicePod(kustomize(dir));
+    expect(strip(other.sidecar)).toEqual(strip(base.sidecar));
+    // The relay may run another new-api version; nothing else of it changes.
+    expect({ ...other.relay, image: '' }).toEqual({ ...base.relay, image: '' });
+  });
+});
