@@ -1,0 +1,330 @@
+/**
+ * Conformance: the official `@anthropic-ai/sdk` (1.12) with its base URL pointed at sluice, the
+ * relay stand-in behind it, in both header forms a messages-protocol client can send:
+ *  - the SDK's own default: `Authorization: Bearer <key>` and `anthropic-version: 2026-10-21`;
+ *  - the contract's form: `x-api-key: <key>` and `anthropic-version: 2023-06-01` (set through
+ *    `defaultHeaders`, with the SDK's `Authorization` removed).
+ * sluice's errors are OpenAI-shaped on every route, so the SDK's `err.error` is the whole body
+ * `{ error: { code, message, type } }`: the code is `err.error.error.code`.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import Anthropic, {
+  APIError,
+  APIUserAbortError,
+  AuthenticationError,
+  PaymentRequiredError,
+  RateLimitError,
+  type ClientOptions,
+} from '@anthropic-ai/sdk';
+import { ManualClock, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
+import { STANDIN_MODELS, STANDIN_TEXT } from '../../src/demo/relay.js';
+import {
+  BEIJING_NOON,
+  FREE,
+  PAID,
+  REQUEST_ID_SUFFIX,
+  bodyJson,
+  countingFetch,
+  expectForwardedAuth,
+  freshKey,
+  lastRelayRequest,
+  rejectionOf,
+} from './support.js';
+
+const hi = [{ role: 'user' as const, content: 'hi' }];
+const params = (model = FREE): Anthropic.MessageCreateParamsNonStreaming => ({ model, max_tokens: 64, messages: hi });
+
+type HeaderForm = 'sdk-default' | 'x-api-key';
+
+/** The SDK's own default headers, or the contract's x-api-key + 2023-06-01 form. */
+function client(h: Harness, key: string, form: HeaderForm, opts: Partial<ClientOptions> = {}): Anthropic {
+  return new Anthropic({
+    apiKey: key,
+    baseURL: h.url,
+    maxRetries: 0,
+    ...(form === 'x-api-key'
+      ? { defaultHeaders: { 'x-api-key': key, authorization: null, 'anthropic-version': '2023-06-01' } }
+      : {}),
+    ...opts,
+  });
+}
+
+const VERSION: Record<HeaderForm, RegExp> = { 'sdk-default': /^2026-10-21$/, 'x-api-key': /^2023-06-01$/ };
+
+/** The code a caller can read: `err.error` is the JSON body, `{ error: { code, message, type } }`. */
+function codeOf(err: unknown): string | undefined {
+  return ((err as APIError).error as { error?: { code?: string } } | undefined)?.error?.code;
+}
+
+describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through sluice (%s headers): calls', (form) => {
+  let h: Harness;
+  let key: string;
+  let anthropic: Anthropic;
+
+  beforeAll(async () => {
+    h = await startHarness({ store: 'redis' });
+    key = await freshKey(h, 'an');
+    anthropic = client(h, key, form);
+  });
+  afterAll(() => h.close());
+  afterEach(() => h.relay.reset());
+
+  it('messages.create', async () => {
+    const msg = await anthropic.messages.create(params());
+    expect(msg.type).toBe('message');
+    expect(msg.role).toBe('assistant');
+    expect(msg.model).toBe(FREE);
+    expect(msg.stop_reason).toBe('end_turn');
+    const block = msg.content[0];
+    expect(block?.type === 'text' ? block.text : undefined).toBe(STANDIN_TEXT);
+    expect(msg.usage.output_tokens).toBeGreaterThan(0);
+
+    const r = lastRelayRequest(h);
+    expect(r.url).toBe('/v1/messages');
+    expectForwardedAuth(r, key);
+    expect(r.headers['anthropic-version']).toMatch(VERSION[form]);
+    expect(bodyJson(r)).toMatchObject({ model: FREE, max_tokens: 64 });
+  });
+
+  it('messages.stream yields the complete text, the stop reason and usage', async () => {
+    h.relay.behave(() => true, { sseEvents: 12 });
+    const stream = anthropic.messages.stream(params());
+    let texts = '';
+    stream.on('text', (t) => {
+      texts += t;
+    });
+    const finalText = await stream.finalText();
+    const final = await stream.finalMessage();
+    expect(finalText).toBe(STANDIN_TEXT);
+    expect(texts).toBe(STANDIN_TEXT);
+    expect(final.stop_reason).toBe('end_turn');
+    expect(final.usage.output_tokens).toBeGreaterThan(0);
+    const r = lastRelayRequest(h);
+    expect(bodyJson(r)['stream']).toBe(true);
+    expect(r.headers['anthropic-version']).toMatch(VERSION[form]);
+    expect(r.closedEarly).toBe(false);
+  });
+
+  it('the stream reaches the SDK as the relay wrote it: named events from message_start to message_stop', async () => {
+    const res = await anthropic.messages.create({ ...params(), stream: true }).asResponse();
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    const frames = (await res.text()).split('\n\n').filter((f) => f !== '');
+    const events = frames.map((f) => /^event: (\S+)\ndata: /.exec(f)?.[1]);
+    expect(events[0]).toBe('message_start');
+    expect(events).toContain('ping');
+    expect(events.slice(-3)).toEqual(['content_block_stop', 'message_delta', 'message_stop']);
+    const delta = JSON.parse(frames.at(-2)!.split('\ndata: ')[1]!) as { usage: { output_tokens: number } };
+    expect(delta.usage.output_tokens).toBeGreaterThan(0);
+  });
+
+  it('messages.create with stream: true yields the event sequence up to message_stop', async () => {
+    const stream = await anthropic.messages.create({ ...params(), stream: true });
+    const types: string[] = [];
+    let text = '';
+    for await (const ev of stream) {
+      types.push(ev.type);
+      if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta') text += ev.delta.text;
+    }
+    expect(types[0]).toBe('message_start');
+    expect(types.slice(-2)).toEqual(['message_delta', 'message_stop']);
+    expect(text).toBe(STANDIN_TEXT);
+  });
+
+  it('models.list (GET /v1/models answers the Anthropic shape)', async () => {
+    const ids: string[] = [];
+    for await (const m of anthropic.models.list()) {
+      expect(m.type).toBe('model');
+      ids.push(m.id);
+    }
+    expect(ids).toEqual([...STANDIN_MODELS]);
+    const r = lastRelayRequest(h);
+    expect(r.url.split('?')[0]).toBe('/v1/models');
+    expectForwardedAuth(r, key);
+  });
+
+  it('a bad key: AuthenticationError, status 401, err.error.error.code "" and type new_api_error', async () => {
+    const bad = client(h, 'sk-not-a-real-key-0123456789', form);
+    const calls: Array<() => PromiseLike<unknown>> = [
+      () => bad.messages.create(params()),
+      () => bad.messages.stream(params()).finalText(),
+      () => bad.models.list(),
+    ];
+    for (const call of calls) {
+      const err = await rejectionOf(call());
+      expect(err).toBeInstanceOf(AuthenticationError);
+      const e = err as AuthenticationError;
+      expect(e.status).toBe(401);
+      expect(codeOf(e)).toBe('');
+      expect(e.type).toBe('new_api_error');
+      expect(e.apiMessage).toMatch(REQUEST_ID_SUFFIX);
+      expect(REQUEST_ID_SUFFIX.exec(e.apiMessage ?? '')?.[1]).toBe(e.headers.get('x-oneapi-request-id'));
+      expect(e.errorCode).toBeNull(); // the SDK's own field reads error.details.error_code, absent here
+    }
+    expect(h.relay.requests).toHaveLength(0);
+  });
+
+  it('stream.abort() mid-stream frees the relay connection', async () => {
+    h.relay.behave(() => true, { sseIntervalMs: 100, sseEvents: 50 });
+    const stream = anthropic.messages.stream(params());
+    let deltas = 0;
+    stream.on('streamEvent', (ev) => {
+      if (ev.type === 'content_block_delta' && ++deltas === 2) stream.abort();
+    });
+    const err = await rejectionOf(stream.done());
+    expect(err).toBeInstanceOf(APIUserAbortError);
+    expect(stream.aborted).toBe(true);
+    await h.relay.waitFor((rs) => rs.some((r) => r.closedEarly), 3_000);
+    expect(h.relay.requests).toHaveLength(1);
+  });
+});
+
+describe('anthropic SDK through sluice: the x-api-key header counts only where the contract says', () => {
+  let h: Harness;
+
+  beforeAll(async () => {
+    h = await startHarness({ store: 'redis' });
+  });
+  afterAll(() => h.close());
+
+  it('x-api-key alone on another endpoint (GET /v1/files) is a 401 AuthenticationError', async () => {
+    const key = await freshKey(h, 'an-files');
+    const err = await rejectionOf(client(h, key, 'x-api-key').beta.files.list());
+    expect(err).toBeInstanceOf(AuthenticationError);
+    expect((err as AuthenticationError).status).toBe(401);
+    expect(h.relay.requests).toHaveLength(0);
+    // The same key as Bearer (the SDK default) passes sluice there.
+    await client(h, key, 'sdk-default')
+      .beta.files.list()
+      .then(
+        () => undefined,
+        (e: unknown) => expect((e as APIError).status).not.toBe(401),
+      );
+    expect(h.relay.requests.map((r) => r.url.split('?')[0])).toEqual(['/v1/files']);
+  });
+});
+
+describe.each(STORE_KINDS)('anthropic SDK through sluice: free-tier errors on the %s store', (kind) => {
+  let h: Harness;
+  let clock: ManualClock;
+
+  beforeAll(async () => {
+    clock = new ManualClock(BEIJING_NOON);
+    h = await startHarness({ store: kind, clock, file: { freeTier: { perDay: 25 } } });
+  });
+  afterAll(() => h.close());
+  afterEach(() => h.relay.reset());
+
+  it('over the window: RateLimitError 429, code free_tier_rate_limited, Retry-After in err.headers (both header forms)', async () => {
+    const key = await freshKey(h, 'an-429');
+    const classic = client(h, key, 'x-api-key');
+    const bearer = client(h, key, 'sdk-default');
+    for (let i = 0; i < 20; i++) {
+      const msg = await (i % 2 === 0 ? classic : bearer).messages.create(params());
+      expect(msg.content[0]?.type).toBe('text');
+    }
+    for (const a of [classic, bearer]) {
+      const calls: Array<() => PromiseLike<unknown>> = [
+        () => a.messages.create(params()),
+        () => a.messages.stream(params()).finalText(),
+        () => a.messages.create({ ...params(), stream: true }),
+      ];
+      for (const call of calls) {
+        const err = await rejectionOf(call());
+        expect(err).toBeInstanceOf(RateLimitError);
+        const e = err as RateLimitError;
+        expect(e.status).toBe(429);
+        expect(codeOf(e)).toBe('free_tier_rate_limited');
+        expect(e.type).toBe('new_api_error');
+        expect(e.headers.get('retry-after')).toBe('60');
+      }
+    }
+    expect(h.relay.requests).toHaveLength(20);
+
+    // The paid counterpart is not limited.
+    expect((await classic.messages.create(params(PAID))).content[0]?.type).toBe('text');
+    clock.advance(60_000);
+    expect((await classic.messages.create(params())).content[0]?.type).toBe('text');
+  });
+
+  it('over the day: PaymentRequiredError 402, code free_tier_daily_exhausted; the SDK does not retry it', async () => {
+    const key = await freshKey(h, 'an-day');
+    const anthropic = client(h, key, 'x-api-key');
+    for (let i = 0; i < 20; i++) await anthropic.messages.create(params());
+    clock.advance(61_000);
+    for (let i = 0; i < 5; i++) await anthropic.messages.stream(params()).finalText();
+    clock.advance(61_000);
+
+    const counter = countingFetch();
+    const withRetries = new Anthropic({
+      apiKey: key,
+      baseURL: h.url,
+      fetch: counter.fetch, // default maxRetries: 2
+      defaultHeaders: { 'x-api-key': key, authorization: null, 'anthropic-version': '2023-06-01' },
+    });
+    const calls: Array<() => PromiseLike<unknown>> = [
+      () => withRetries.messages.create(params()),
+      () => withRetries.messages.stream(params()).finalMessage(),
+    ];
+    for (const call of calls) {
+      const err = await rejectionOf(call());
+      expect(err).toBeInstanceOf(PaymentRequiredError);
+      const e = err as PaymentRequiredError;
+      expect(e.status).toBe(402);
+      expect(codeOf(e)).toBe('free_tier_daily_exhausted');
+      expect(e.type).toBe('new_api_error');
+    }
+    expect(counter.attempts.map((a) => a.status)).toEqual([402, 402]);
+    expect(h.relay.requests).toHaveLength(25);
+  });
+
+  it('relay busy (its 429 on an admitted free call): PaymentRequiredError 402, code free_tier_exhausted, Retry-After 30; no SDK retry', async () => {
+    h.relay.behave(() => true, { status: 429 });
+    const counter = countingFetch();
+    const anthropic = new Anthropic({ apiKey: await freshKey(h, 'an-busy'), baseURL: h.url, fetch: counter.fetch });
+    for (const call of [() => anthropic.messages.create(params()), () => anthropic.messages.stream(params()).finalText()]) {
+      const err = await rejectionOf(call());
+      expect(err).toBeInstanceOf(PaymentRequiredError);
+      const e = err as PaymentRequiredError;
+      expect(e.status).toBe(402);
+      expect(codeOf(e)).toBe('free_tier_exhausted');
+      expect(e.headers.get('retry-after')).toBe('30');
+    }
+    expect(counter.attempts).toHaveLength(2);
+    expect(h.relay.requests).toHaveLength(2);
+  });
+});
+
+describe('anthropic SDK through sluice: its own retries on the free-tier 429', () => {
+  let h: Harness;
+
+  beforeAll(async () => {
+    h = await startHarness({ store: 'redis', file: { freeTier: { perMinute: 1, windowSeconds: 1 } } });
+  });
+  afterAll(() => h.close());
+  afterEach(() => h.relay.reset());
+
+  it('a default client (maxRetries 2) waits Retry-After and retries messages.stream itself; the caller sees the text', async () => {
+    const counter = countingFetch();
+    const key = await freshKey(h, 'an-retry');
+    const anthropic = client(h, key, 'x-api-key', { fetch: counter.fetch, maxRetries: 2 });
+    await anthropic.messages.create(params());
+    expect(await anthropic.messages.stream(params()).finalText()).toBe(STANDIN_TEXT);
+
+    expect(counter.attempts.map((a) => a.status)).toEqual([200, 429, 200]);
+    const [, rejected, retried] = counter.attempts;
+    expect(retried!.at - rejected!.at).toBeGreaterThanOrEqual(950); // Retry-After: 1
+    expect(h.relay.requests.map((r) => r.headers['x-stainless-retry-count'])).toEqual(['0', '1']);
+  });
+
+  it('maxRetries: 0 (client or request option) turns the retry off', async () => {
+    const counter = countingFetch();
+    const anthropic = client(h, await freshKey(h, 'an-noretry'), 'sdk-default', { fetch: counter.fetch, maxRetries: 2 });
+    await anthropic.messages.create(params());
+    const err = await rejectionOf(anthropic.messages.create(params(), { maxRetries: 0 }));
+    expect(err).toBeInstanceOf(RateLimitError);
+    expect(codeOf(err)).toBe('free_tier_rate_limited');
+    expect((err as RateLimitError).headers.get('retry-after')).toBe('1');
+    expect(counter.attempts.map((a) => a.status)).toEqual([200, 429]);
+  });
+});

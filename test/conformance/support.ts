@@ -1,0 +1,77 @@
+/**
+ * Shared bits of the SDK conformance suite: the models, the clock start, a fetch that counts the
+ * attempts an SDK makes (to see its own retries), and small helpers for rejected promises.
+ */
+import { expect } from 'vitest';
+import type { Harness } from '../support/harness.js';
+import type { RecordedRequest } from '../../src/demo/relay.js';
+
+/** A free-tier model (id ends in `-free`) and its paid counterpart. */
+export const FREE = 'vend-flash-free';
+export const PAID = 'vend-flash';
+
+/** 12:00 Beijing time: a ManualClock started here can move hours without crossing midnight. */
+export const BEIJING_NOON = Date.UTC(2026, 2, 10, 4, 0, 0);
+
+/** How sluice's error messages end; the id is also in the `x-oneapi-request-id` header. */
+export const REQUEST_ID_SUFFIX = / \(request id: ([A-Za-z0-9]+)\)$/;
+
+/** The rejection of `p`; fails the test when `p` resolves. */
+export async function rejectionOf(p: PromiseLike<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  expect.fail('expected the call to fail, it succeeded');
+}
+
+export interface CountingFetch {
+  fetch: typeof fetch;
+  /** Each attempt: the URL and the status it got (null when the attempt itself failed). */
+  attempts: { url: string; status: number | null; at: number }[];
+  /** Response headers of the last attempt that got an answer. */
+  lastHeaders: Headers | null;
+}
+
+/** A `fetch` to hand to an SDK so a test sees every HTTP attempt it makes, retries included. */
+export function countingFetch(): CountingFetch {
+  const c: CountingFetch = {
+    attempts: [],
+    lastHeaders: null,
+    fetch: async (input, init) => {
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      const entry = { url, status: null as number | null, at: Date.now() };
+      c.attempts.push(entry);
+      const res = await globalThis.fetch(input, init);
+      entry.status = res.status;
+      c.lastHeaders = res.headers;
+      return res;
+    },
+  };
+  return c;
+}
+
+let users = 0;
+
+/** A key of a fresh user, so tests never share a free-tier budget. */
+export async function freshKey(h: Harness, tag: string): Promise<string> {
+  return (await h.createKey(`${tag}-${++users}-${process.pid}`)).key;
+}
+
+export function lastRelayRequest(h: Harness): RecordedRequest {
+  const r = h.relay.requests[h.relay.requests.length - 1];
+  if (!r) throw new Error('the relay stand-in recorded no request');
+  return r;
+}
+
+export function bodyJson(r: RecordedRequest): Record<string, unknown> {
+  return JSON.parse(r.body.toString('utf8')) as Record<string, unknown>;
+}
+
+/** What the relay must see for a caller with `key`: sluice's own `Authorization`, no client key header. */
+export function expectForwardedAuth(r: RecordedRequest, key: string): void {
+  expect(r.headers['authorization']).toBe(`Bearer ${key}`);
+  expect(r.headers['x-api-key']).toBeUndefined();
+  expect(r.headers['x-goog-api-key']).toBeUndefined();
+}
