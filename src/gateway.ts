@@ -77,7 +77,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
 
   function decided(t: Trace): void {
     t.decidedMs = performance.now() - t.start;
-    metrics.decisionSeconds.observe({ family: t.family }, t.decidedMs / 1000);
+    metrics.observeDecision(t.family, t.decidedMs / 1000);
   }
 
   function reject(res: ServerResponse, t: Trace, decision: Decision, err: ErrorSpec, opts: SendErrorOptions = {}): void {
@@ -92,7 +92,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     if (t.logged) return;
     t.logged = true;
     const decision = t.decision ?? 'internal_error';
-    metrics.requests.inc({ family: t.family, outcome: decision });
+    metrics.countRequest(t.family, decision);
     log.info(
       {
         reqId: t.id,
@@ -230,7 +230,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
       done: (r: ForwardResult) => {
         if (streaming) metrics.openStreams.dec();
         t.upstreamMs = r.upstreamMs;
-        if (r.upstreamMs !== null) metrics.relaySeconds.observe({ family: t.family }, r.upstreamMs / 1000);
+        if (r.upstreamMs !== null) metrics.observeRelay(t.family, r.upstreamMs / 1000);
         if (r.outcome === 'intercepted') return done(t);
         t.status = r.status ?? (r.outcome === 'upstream-error' ? 502 : undefined);
         t.decision = r.outcome === 'client-aborted' ? 'client_aborted' : r.outcome === 'upstream-error' ? 'upstream_error' : 'admitted';

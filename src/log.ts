@@ -28,6 +28,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    destination,
+    // Buffered asynchronous writes keep stdout off the request path; main flushes before exit.
+    destination ?? pino.destination({ dest: 1, sync: false }),
   );
 }

@@ -29,7 +29,7 @@ async function main(): Promise<void> {
       .drain()
       .then(() => sluice.close())
       .then(
-        () => process.exit(0),
+        () => sluice.log.flush(() => process.exit(0)),
         (err: unknown) => {
           sluice.log.error({ err: String(err) }, 'shutdown failed');
           process.exit(1);

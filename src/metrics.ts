@@ -87,6 +87,30 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  // prom-client hashes the label object on every call; the hot path uses cached children instead.
+  private readonly requestChildren = new Map<string, { inc(): void }>();
+  private readonly decisionChildren = new Map<string, { observe(v: number): void }>();
+  private readonly relayChildren = new Map<string, { observe(v: number): void }>();
+
+  countRequest(family: RouteFamily, outcome: string): void {
+    const k = family + ' ' + outcome;
+    let c = this.requestChildren.get(k);
+    if (!c) this.requestChildren.set(k, (c = this.requests.labels({ family, outcome })));
+    c.inc();
+  }
+
+  observeDecision(family: RouteFamily, seconds: number): void {
+    let c = this.decisionChildren.get(family);
+    if (!c) this.decisionChildren.set(family, (c = this.decisionSeconds.labels({ family })));
+    c.observe(seconds);
+  }
+
+  observeRelay(family: RouteFamily, seconds: number): void {
+    let c = this.relayChildren.get(family);
+    if (!c) this.relayChildren.set(family, (c = this.relaySeconds.labels({ family })));
+    c.observe(seconds);
+  }
+
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'sluice_' });
   }

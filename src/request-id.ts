@@ -21,11 +21,17 @@ const pad = (n: number, w = 2): string => String(n).padStart(w, '0');
  * characters) so ids from sluice and from the relay look alike in support
  * tickets.
  */
+let stampMs = -1;
+let stamp = '';
+
 export function newRequestId(nowMs: number): string {
-  const d = new Date(nowMs);
-  return (
-    `${d.getUTCFullYear()}${pad(d.getUTCMonth() + 1)}${pad(d.getUTCDate())}` +
-    `${pad(d.getUTCHours())}${pad(d.getUTCMinutes())}${pad(d.getUTCSeconds())}` +
-    `${pad(d.getUTCMilliseconds(), 3)}${randomChars(13)}`
-  );
+  // Many requests share a millisecond under load: format the timestamp once per millisecond.
+  if (nowMs !== stampMs) {
+    const d = new Date(nowMs);
+    stampMs = nowMs;
+    stamp =
+      `${d.getUTCFullYear()}${pad(d.getUTCMonth() + 1)}${pad(d.getUTCDate())}` +
+      `${pad(d.getUTCHours())}${pad(d.getUTCMinutes())}${pad(d.getUTCSeconds())}${pad(d.getUTCMilliseconds(), 3)}`;
+  }
+  return stamp + randomChars(13);
 }
