@@ -123,6 +123,7 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
       if (res.headersSent) return void res.destroy();
       if (err instanceof KeyServiceError) return fail(res, err.status, err.code, err.message);
       if (err instanceof StoreUnavailableError) return fail(res, 503, 'store_unavailable', 'the store could not be reached');
+      if (err instanceof URIError || err instanceof TypeError) return fail(res, 400, 'bad_request', 'malformed request URL');
       d.log.error({ err: err instanceof Error ? err.message : String(err) }, 'admin request failed');
       fail(res, 503, 'store_unavailable', 'the store could not be reached');
     });
