@@ -19,10 +19,17 @@ const HOP_BY_HOP = new Set([
   'http2-settings',
 ]);
 
+const NONE: ReadonlySet<string> = new Set();
+
 /** Field names the `Connection` header declares hop-by-hop. */
-function connectionTokens(value: string | string[] | undefined): Set<string> {
+function connectionTokens(value: string | string[] | undefined): ReadonlySet<string> {
+  if (value === undefined) return NONE;
+  // The usual values name no field that is not hop-by-hop already: skip splitting them.
+  if (typeof value === 'string' && (value.length === 10 || value.length === 5)) {
+    const v = value.toLowerCase();
+    if (v === 'keep-alive' || v === 'close') return NONE;
+  }
   const out = new Set<string>();
-  if (value === undefined) return out;
   for (const part of Array.isArray(value) ? value : [value]) {
     for (const t of part.split(',')) {
       const name = t.trim().toLowerCase();
@@ -52,8 +59,10 @@ export interface OutgoingAuth {
  */
 export function prepareRequestHeaders(headers: IncomingHttpHeaders, auth: OutgoingAuth): void {
   const declared = connectionTokens(headers.connection);
+  const anyDeclared = declared.size > 0;
   for (const name of Object.keys(headers)) {
-    if (isHopByHop(name) || declared.has(name)) delete headers[name];
+    // Node lower-cases incoming field names.
+    if ((maybeHopByHop(name) && isHopByHop(name)) || (anyDeclared && declared.has(name))) delete headers[name];
   }
   delete headers['x-api-key'];
   delete headers['x-goog-api-key'];
@@ -71,20 +80,35 @@ export function prepareRequestHeaders(headers: IncomingHttpHeaders, auth: Outgoi
   delete headers.expect;
 }
 
+/**
+ * Whether a field name, in any case, may be hop-by-hop: a cheap test on length and first letter
+ * that lets most names (content-type, x-..., set-cookie) skip lower-casing.
+ */
+function maybeHopByHop(name: string): boolean {
+  const c = name.charCodeAt(0) | 0x20;
+  return c === 0x70 /* p */ || c === 0x63 /* c */ || c === 0x6b /* k */ || c === 0x74 /* t */ || c === 0x75 /* u */ || c === 0x68 /* h */;
+}
+
 /** Filters a raw header list (name, value, name, value, ...) of the relay's response. */
 export function filterResponseHeaders(raw: readonly string[]): string[] {
+  // Names the relay's `Connection` header declares, beyond those dropped anyway
+  // (`Connection: keep-alive` names the hop-by-hop Keep-Alive header: nothing to add).
   let declared: Set<string> | null = null;
   for (let i = 0; i < raw.length; i += 2) {
     if (raw[i]!.length === 10 && raw[i]!.toLowerCase() === 'connection') {
-      declared ??= new Set();
-      for (const t of connectionTokens(raw[i + 1])) declared.add(t);
+      for (const t of connectionTokens(raw[i + 1])) {
+        if (t !== 'close' && !isHopByHop(t)) (declared ??= new Set()).add(t);
+      }
     }
   }
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    if (isHopByHop(name) || declared?.has(name)) continue;
-    out.push(raw[i]!, raw[i + 1]!);
+    const name = raw[i]!;
+    if (declared !== null || maybeHopByHop(name)) {
+      const lower = name.toLowerCase();
+      if (isHopByHop(lower) || declared?.has(lower)) continue;
+    }
+    out.push(name, raw[i + 1]!);
   }
   return out;
 }

@@ -4,10 +4,9 @@
  * keep-alive agent, re-sent bodies, error listener, aborts in both directions,
  * hop-by-hop stripping, and SSE passing through unbuffered and uncompressed.
  */
-import http, { type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import https from 'node:https';
-import { Readable } from 'node:stream';
-import httpProxy from 'http-proxy';
+import type http from 'node:http';
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import { createProxyEngine, createUpstreamAgent, defaultForwardEngine, engineTarget, type ForwardEngineName, type ProxyEngine } from './engine.js';
 import { Errors, sendError } from '../errors.js';
 import { filterResponseHeaders } from './headers.js';
 
@@ -41,141 +40,189 @@ export interface ForwarderOptions {
   /** Idle keep-alive sockets are closed after this long; keep it below the relay's own idle timeout. */
   keepAliveIdleMs?: number;
   maxFreeSockets?: number;
+  /** The proxy library (default: the one the benchmarks chose, see engine.ts). */
+  engine?: ForwardEngineName;
 }
 
 const JOB = Symbol('sluice.forwardJob');
 
-interface JobState extends ForwardJob {
-  proxyReq: ClientRequest | null;
-  sentAt: number;
-  finished: boolean;
-  result: ForwardResult | null;
+/**
+ * One forwarded exchange. The event handlers below are shared module-level functions that find
+ * their exchange through a symbol on the emitter (the client request, the client response, the
+ * relay's response), so a request allocates this object and no closures.
+ */
+class JobState {
+  proxyReq: ClientRequest | null = null;
+  up: IncomingMessage | null = null;
+  finished = false;
+  /** Set once the relay answered. */
+  status: number | null = null;
+  upstreamMs: number | null = null;
+
+  constructor(
+    readonly res: ServerResponse,
+    readonly requestId: string,
+    readonly intercept: ((upstream: IncomingMessage) => boolean) | undefined,
+    readonly done: ((r: ForwardResult) => void) | undefined,
+    readonly sentAt: number,
+  ) {}
+
+  finish(outcome: ForwardOutcome, status: number | null, upstreamMs: number | null, error?: Error): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.done) this.done(error === undefined ? { outcome, status, upstreamMs } : { outcome, status, upstreamMs, error });
+  }
 }
 
-type WithJob = IncomingMessage & { [JOB]?: JobState };
+interface Carrier {
+  [JOB]?: JobState;
+}
+type WithJob = IncomingMessage & Carrier;
+
+/**
+ * The already-read body, handed to the engine as its `buffer` option. The engines only call
+ * `pipe(proxyReq)` on it; ending the request with the bytes directly sends headers and body in
+ * one write, without a Readable and its ticks per request.
+ */
+class BodySource {
+  constructor(private body: Buffer | null) {}
+  pipe<T extends NodeJS.WritableStream>(dest: T): T {
+    const body = this.body;
+    // The engine keeps its options (this object) for the whole exchange, a stream for minutes:
+    // drop the reference so a large prompt is freed once written, not when the stream ends.
+    this.body = null;
+    if (body === null) dest.end();
+    else dest.end(body);
+    return dest;
+  }
+}
+const NO_BODY = new BodySource(null);
+
+// A client that leaves stops the relay's work: http-proxy 1.18.1 would let it run on.
+function onClientClose(this: ServerResponse & Carrier): void {
+  const state = this[JOB];
+  if (!state || this.writableFinished) return;
+  state.proxyReq?.destroy();
+  state.finish('client-aborted', state.status, state.upstreamMs);
+}
+
+// A relay that dies mid-body must end the client's stream visibly, not leave it hanging.
+function onRelayClose(this: IncomingMessage & Carrier): void {
+  const state = this[JOB];
+  if (!state || this.complete) return;
+  state.res.destroy();
+  state.finish('upstream-aborted', state.status, state.upstreamMs);
+}
+
+function onRelayEnd(this: IncomingMessage & Carrier): void {
+  this[JOB]?.res.end();
+}
+
+function onRelayData(this: IncomingMessage & Carrier, chunk: Buffer): void {
+  const state = this[JOB]!;
+  if (!state.res.write(chunk)) {
+    this.pause();
+    state.res.once('drain', onClientDrain);
+  }
+}
+
+function onClientDrain(this: ServerResponse & Carrier): void {
+  this[JOB]?.up?.resume();
+}
+
+function onClientFinish(this: ServerResponse & Carrier): void {
+  const state = this[JOB];
+  if (state) state.finish('completed', state.status, state.upstreamMs);
+}
+
+function onProxyReq(proxyReq: ClientRequest, req: IncomingMessage): void {
+  const state = (req as WithJob)[JOB];
+  if (state) state.proxyReq = proxyReq;
+}
+
+function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerResponse): void {
+  const state = (req as WithJob)[JOB];
+  if (!state) {
+    up.destroy();
+    return;
+  }
+  const upstreamMs = performance.now() - state.sentAt;
+  const status = up.statusCode ?? 502;
+  state.status = status;
+  state.upstreamMs = upstreamMs;
+  if (res.destroyed) {
+    up.destroy();
+    return;
+  }
+  if (state.intercept !== undefined && state.intercept(up)) {
+    up.resume();
+    state.finish('intercepted', status, upstreamMs);
+    return;
+  }
+  res.writeHead(status, up.statusMessage, filterResponseHeaders(up.rawHeaders));
+  const ct = up.headers['content-type'];
+  if (ct !== undefined && ct.startsWith('text/event-stream')) {
+    // Send headers now: a reasoning model may think for minutes before its first event.
+    res.flushHeaders();
+  }
+  state.up = up;
+  (up as IncomingMessage & Carrier)[JOB] = state;
+  up.on('close', onRelayClose);
+  up.on('end', onRelayEnd);
+  up.on('data', onRelayData);
+  res.on('finish', onClientFinish);
+}
+
+function onProxyError(err: Error, req: IncomingMessage, res: ServerResponse): void {
+  const state = (req as WithJob)[JOB];
+  if (!state || state.finished) return;
+  if (res.headersSent) {
+    res.destroy();
+    state.finish('upstream-aborted', state.status, state.upstreamMs, err);
+    return;
+  }
+  // (req.destroyed says nothing here: a fully read request is destroyed once consumed.)
+  if (res.destroyed || res.writableEnded) {
+    state.finish('client-aborted', null, null, err);
+    return;
+  }
+  // Never replay: a POST the relay may have started is answered 502, not retried.
+  sendError(res, Errors.UPSTREAM_UNREACHABLE, state.requestId);
+  state.finish('upstream-error', null, null, err);
+}
 
 export class Forwarder {
-  private readonly proxy: httpProxy;
+  private readonly proxy: ProxyEngine;
   readonly agent: http.Agent;
-  private readonly target: { protocol: string; host: string; port: string; path: string };
+  readonly engine: ForwardEngineName;
+  private readonly target: Record<string, string>;
 
   constructor(opts: ForwarderOptions) {
-    const u = opts.upstream;
-    const secure = u.protocol === 'https:';
-    const agentOpts: http.AgentOptions = {
-      keepAlive: true,
-      keepAliveMsecs: 1000,
-      timeout: opts.keepAliveIdleMs ?? 4000,
-      maxFreeSockets: opts.maxFreeSockets ?? 256,
-      scheduling: 'lifo',
-      noDelay: true,
-    } as http.AgentOptions;
-    this.agent = secure ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
-    this.target = {
-      protocol: u.protocol,
-      host: u.hostname,
-      port: u.port || (secure ? '443' : '80'),
-      // http-proxy joins this with the request path.
-      path: u.pathname === '/' ? '' : u.pathname.replace(/\/$/, ''),
-    };
-    this.proxy = httpProxy.createProxyServer({
+    this.agent = createUpstreamAgent(opts.upstream, opts);
+    this.target = engineTarget(opts.upstream);
+    this.engine = opts.engine ?? defaultForwardEngine();
+    this.proxy = createProxyEngine(this.engine, {
       agent: this.agent,
       selfHandleResponse: true,
       xfwd: false,
       changeOrigin: true,
       ws: false,
     });
-    this.proxy.on('proxyReq', (proxyReq, req) => {
-      const job = (req as WithJob)[JOB];
-      if (job) job.proxyReq = proxyReq;
-    });
-    this.proxy.on('proxyRes', (proxyRes, req, res) => this.onResponse(proxyRes, req as WithJob, res as ServerResponse));
-    this.proxy.on('error', (err, req, res) => this.onError(err, req as WithJob, res as ServerResponse));
+    this.proxy.on('proxyReq', onProxyReq);
+    this.proxy.on('proxyRes', onProxyRes);
+    this.proxy.on('error', onProxyError);
   }
 
   forward(job: ForwardJob): void {
-    const state: JobState = { ...job, proxyReq: null, sentAt: performance.now(), finished: false, result: null };
-    const req = job.req as WithJob;
-    req[JOB] = state;
-    const { res } = job;
-    // A client that leaves stops the relay's work: http-proxy 1.18.1 would let it run on.
-    res.once('close', () => {
-      if (!res.writableFinished) {
-        state.proxyReq?.destroy();
-        this.finish(state, { outcome: 'client-aborted', status: state.result?.status ?? null, upstreamMs: state.result?.upstreamMs ?? null });
-      }
-    });
+    const { req, res } = job;
+    const state = new JobState(res, job.requestId, job.intercept, job.done, performance.now());
+    (req as WithJob)[JOB] = state;
+    (res as ServerResponse & Carrier)[JOB] = state;
+    res.on('close', onClientClose);
     this.proxy.web(req, res, {
-      target: this.target as unknown as httpProxy.ProxyTargetUrl,
-      buffer: job.body ? Readable.from([job.body]) : Readable.from([]),
-    } as httpProxy.ServerOptions);
-  }
-
-  private onResponse(up: IncomingMessage, req: WithJob, res: ServerResponse): void {
-    const state = req[JOB];
-    if (!state) {
-      up.destroy();
-      return;
-    }
-    const upstreamMs = performance.now() - state.sentAt;
-    const status = up.statusCode ?? 502;
-    state.result = { outcome: 'completed', status, upstreamMs };
-    if (res.destroyed) {
-      up.destroy();
-      return;
-    }
-    if (state.intercept?.(up)) {
-      up.resume();
-      this.finish(state, { outcome: 'intercepted', status, upstreamMs });
-      return;
-    }
-    res.writeHead(status, up.statusMessage, filterResponseHeaders(up.rawHeaders));
-    const ct = up.headers['content-type'];
-    if (ct !== undefined && ct.startsWith('text/event-stream')) {
-      // Send headers now: a reasoning model may think for minutes before its first event.
-      res.flushHeaders();
-    }
-    // A relay that dies mid-body must end the client's stream visibly, not leave it hanging.
-    up.once('close', () => {
-      if (!up.complete) {
-        res.destroy();
-        this.finish(state, { outcome: 'upstream-aborted', status, upstreamMs });
-      }
+      target: this.target,
+      buffer: job.body === null ? NO_BODY : new BodySource(job.body),
     });
-    up.once('end', () => {
-      res.end();
-    });
-    up.on('data', (chunk: Buffer) => {
-      if (!res.write(chunk)) {
-        up.pause();
-        res.once('drain', () => up.resume());
-      }
-    });
-    res.once('finish', () => this.finish(state, { outcome: 'completed', status, upstreamMs }));
-  }
-
-  private onError(err: Error, req: WithJob, res: ServerResponse): void {
-    const state = req[JOB];
-    if (!state || state.finished) return;
-    if (res.headersSent) {
-      res.destroy();
-      this.finish(state, { outcome: 'upstream-aborted', status: state.result?.status ?? null, upstreamMs: state.result?.upstreamMs ?? null, error: err });
-      return;
-    }
-    // (req.destroyed says nothing here: a fully read request is destroyed once consumed.)
-    if (res.destroyed || res.writableEnded) {
-      this.finish(state, { outcome: 'client-aborted', status: null, upstreamMs: null, error: err });
-      return;
-    }
-    // Never replay: a POST the relay may have started is answered 502, not retried.
-    sendError(res, Errors.UPSTREAM_UNREACHABLE, state.requestId);
-    this.finish(state, { outcome: 'upstream-error', status: null, upstreamMs: null, error: err });
-  }
-
-  private finish(state: JobState, r: ForwardResult): void {
-    if (state.finished) return;
-    state.finished = true;
-    state.done?.(r);
   }
 
   close(): void {

@@ -1,0 +1,586 @@
+/**
+ * `npm run bench`: sluice against its limits, on one machine over loopback, in one run.
+ *
+ * Every server is its own process (CPU and RSS read from /proc); load comes from wrk (closed loop,
+ * fixed connections) or from bench/lib/rate-client.ts (open loop, fixed rate), each in its own
+ * process. Variants alternate round by round so machine drift hits all alike.
+ *
+ *   npm run bench                  full run (~4 minutes)
+ *   BENCH_QUICK=1 npm run bench    smoke run (~1 minute)
+ *
+ * Prints a table and writes bench/RESULTS.md (and bench/results.json). See docs/bench.md.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem, release } from 'node:os';
+import { join } from 'node:path';
+import { spawnRedis, type SpawnedRedis } from '../test/support/redis.js';
+import { startNginx } from './lib/nginx.js';
+import { BENCH_DIR, ForeignLoad, ROOT_DIR, built, compile, measureWhile, memoryMb, run, startNodeServer, tryRun, type Server, type Usage } from './lib/proc.js';
+import { atRate, type RateResult } from './lib/rate.js';
+import { RedisCounter, type CommandCounts } from './lib/redis-stats.js';
+import { holdStreams, timeStream, type StreamTiming } from './lib/sse.js';
+import { wrk, type LoadResult } from './lib/wrk.js';
+
+const QUICK = process.env.BENCH_QUICK === '1';
+const P = QUICK
+  ? { rounds: 2, seconds: 2, warmSeconds: 1, halfRounds: 1, halfSeconds: 3, ttfeStreams: 30, holdStreams: 1000, scanRuns: 3 }
+  : { rounds: 6, seconds: 3, warmSeconds: 2, halfRounds: 3, halfSeconds: 4, ttfeStreams: 100, holdStreams: 5000, scanRuns: 11 };
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const TARGET_STREAMS = 5000;
+
+const PAID_BODY = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
+const FREE_BODY = JSON.stringify({ model: 'vend-flash-free', messages: [{ role: 'user', content: 'Say hello.' }] });
+/** Sent to the variants that do not authenticate too, so every variant carries the same bytes. */
+const DUMMY_KEY = 'sk-' + 'x'.repeat(48);
+
+interface Variant {
+  id: string;
+  label: string;
+  server: Server;
+  port: number;
+  body: string;
+  /** API keys the load rotates over (sluice: BENCH_KEYS users; others: a dummy, same bytes). */
+  keys: string[];
+  /** Runs against the bench Redis: its commands are counted. */
+  redis: boolean;
+}
+
+interface Round {
+  load: LoadResult;
+  usage: Usage;
+  redis: CommandCounts | null;
+  /** CPU % taken by processes outside the benchmark during the round. */
+  foreignPct: number;
+}
+
+const t0 = Date.now();
+const log = (s: string): void => {
+  process.stderr.write(`[bench ${((Date.now() - t0) / 1000).toFixed(0).padStart(3)}s] ${s}\n`);
+};
+
+function median(xs: number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+function pkgVersion(name: string): string {
+  try {
+    return (JSON.parse(readFileSync(join(ROOT_DIR, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'not installed';
+  }
+}
+
+async function machine(): Promise<Record<string, string>> {
+  const nginxV = await run('sh', ['-c', 'nginx -v 2>&1'], { timeoutMs: 5000 }).catch(() => '');
+  return {
+    date: new Date().toISOString(),
+    command: QUICK ? 'BENCH_QUICK=1 npm run bench' : 'npm run bench',
+    cores: String(cpus().length) + ((await tryRun('nproc', [])) ? ` (nproc ${await tryRun('nproc', [])})` : ''),
+    cpu: cpus()[0]?.model ?? 'unknown',
+    memory: `${(totalmem() / 1024 ** 3).toFixed(1)} GiB`,
+    kernel: release(),
+    node: process.version,
+    'http-proxy': pkgVersion('http-proxy'),
+    'http-proxy-3': pkgVersion('http-proxy-3'),
+    ioredis: pkgVersion('ioredis'),
+    typescript: pkgVersion('typescript'),
+    wrk: (await run('sh', ['-c', 'wrk -v 2>&1 | head -1'], { timeoutMs: 5000 }).catch(() => '')).trim() || 'not installed',
+    nginx: nginxV.trim() || 'not installed',
+    redis: (await tryRun('redis-server', ['--version'])).split(' ').find((w) => w.startsWith('v='))?.slice(2) ?? 'unknown',
+  };
+}
+
+async function main(): Promise<void> {
+  const info = await machine();
+  log('compiling src/ and bench/servers with tsc (bench/tsconfig.bench.json)');
+  const typeErrors = await compile();
+  if (typeErrors) log(`tsc reported type errors (output used anyway):\n${typeErrors}`);
+  log(`${QUICK ? 'QUICK' : 'full'} run on ${info.cores} cores, ${info.cpu}, Node ${info.node}`);
+
+  // ---- processes ---------------------------------------------------------------------------
+  let redis: SpawnedRedis | null = null;
+  const servers: Server[] = [];
+  try {
+    redis = await spawnRedis();
+    const counter = new RedisCounter(redis.url);
+    const relay = await startNodeServer('relay', 'relay.ts');
+    servers.push(relay);
+    const upstream = `http://127.0.0.1:${relay.info.port as number}`;
+    const start = async (name: string, script: string, env: Record<string, string>): Promise<Server> => {
+      const s = await startNodeServer(name, script, { env: { BENCH_UPSTREAM: upstream, ...env } });
+      servers.push(s);
+      return s;
+    };
+    const bare = await start('bare-http-proxy', 'bare.ts', { BENCH_ENGINE: 'http-proxy' });
+    const bare3 = await start('bare-http-proxy-3', 'bare.ts', { BENCH_ENGINE: 'http-proxy-3' });
+    const paid = await start('sluice-paid', 'sluice.ts', { BENCH_REDIS_URL: redis.url });
+    const paid3 = await start('sluice-paid-hp3', 'sluice.ts', { BENCH_REDIS_URL: redis.url, BENCH_ENGINE: 'http-proxy-3' });
+    const free = await start('sluice-free', 'sluice.ts', { BENCH_REDIS_URL: redis.url });
+    const embedded = await start('sluice-embedded', 'sluice.ts', {});
+    let nginx: Server | null = null;
+    try {
+      nginx = await startNginx(relay.info.port as number);
+      if (nginx) servers.push(nginx);
+    } catch (e) {
+      log(`nginx failed to start, skipped: ${(e as Error).message.split('\n')[0]}`);
+    }
+    const port = (s: Server): number => s.info.port as number;
+    const keys = (s: Server): string[] => (s.info.keys as string[] | undefined) ?? [DUMMY_KEY];
+    const key = (s: Server): string => keys(s)[0]!;
+
+    const variants: Variant[] = [
+      { id: 'direct', label: 'relay stand-in, direct (the limit)', server: relay, port: port(relay), body: PAID_BODY, keys: [DUMMY_KEY], redis: false },
+      { id: 'bare-http-proxy', label: 'bare http-proxy 1.18.1, same agent', server: bare, port: port(bare), body: PAID_BODY, keys: [DUMMY_KEY], redis: false },
+      { id: 'bare-http-proxy-3', label: 'bare http-proxy-3, same agent', server: bare3, port: port(bare3), body: PAID_BODY, keys: [DUMMY_KEY], redis: false },
+      { id: 'sluice-paid', label: 'sluice, paid model (Redis store)', server: paid, port: port(paid), body: PAID_BODY, keys: keys(paid), redis: true },
+      { id: 'sluice-paid-hp3', label: 'sluice, paid model, on http-proxy-3', server: paid3, port: port(paid3), body: PAID_BODY, keys: keys(paid3), redis: true },
+      { id: 'sluice-free', label: 'sluice, free model (Redis decision)', server: free, port: port(free), body: FREE_BODY, keys: keys(free), redis: true },
+      { id: 'sluice-embedded', label: 'sluice, free model, embedded store', server: embedded, port: port(embedded), body: FREE_BODY, keys: keys(embedded), redis: false },
+    ];
+    if (nginx) variants.push({ id: 'nginx', label: `nginx ${(info.nginx ?? '').replace(/^.*\//, '')} (reference)`, server: nginx, port: port(nginx), body: PAID_BODY, keys: [DUMMY_KEY], redis: false });
+
+    // Every variant answers 200 before any load.
+    for (const v of variants) {
+      const r = await fetch(`http://127.0.0.1:${v.port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${v.keys[0]!}` },
+        body: v.body,
+        signal: AbortSignal.timeout(5000),
+      });
+      await r.arrayBuffer();
+      if (r.status !== 200) throw new Error(`${v.id}: answered ${r.status} to a sanity request`);
+    }
+
+    // ---- throughput, closed loop ---------------------------------------------------------------
+    log(`warm-up: ${P.warmSeconds} s per variant`);
+    for (const v of variants) {
+      await wrk({ url: `http://127.0.0.1:${v.port}/v1/chat/completions`, connections: CONNECTIONS, seconds: P.warmSeconds, body: v.body, keys: v.keys });
+    }
+    const foreign = new ForeignLoad(() => [...servers.flatMap((s) => s.pids()), redis!.pid]);
+    const rounds = new Map<string, Round[]>(variants.map((v) => [v.id, []]));
+    const roundsStart = Date.now();
+    for (let r = 0; r < P.rounds; r++) {
+      // Rotate the order each round so no variant always runs right after the same neighbour.
+      const order = variants.map((_, i) => variants[(i + r) % variants.length]!);
+      for (const v of order) {
+        const before = v.redis ? await counter.counts() : null;
+        foreign.start();
+        const { result, usage } = await measureWhile(v.server, () =>
+          wrk({ url: `http://127.0.0.1:${v.port}/v1/chat/completions`, connections: CONNECTIONS, seconds: P.seconds, body: v.body, keys: v.keys }),
+        );
+        const foreignPct = foreign.stop();
+        const after = v.redis ? await counter.counts() : null;
+        rounds.get(v.id)!.push({ load: result, usage, redis: before && after ? RedisCounter.diff(before, after) : null, foreignPct });
+        log(
+          `round ${r + 1}/${P.rounds} ${v.id.padEnd(18)} ${result.rps.toFixed(0).padStart(6)} req/s  p99 ${result.p99.toFixed(2)} ms  ` +
+            `cpu ${usage.cpuPct.toFixed(0)}%  non-2xx ${result.non2xx}  other load ${foreignPct.toFixed(0)}%`,
+        );
+      }
+    }
+
+    const roundsEnd = Date.now();
+
+    // ---- latency at half of bare http-proxy's maximum, open loop -------------------------------
+    const bareMax = median(rounds.get('bare-http-proxy')!.map((x) => x.load.rps));
+    const rate = Math.round(bareMax / 2);
+    log(`half load: ${rate} req/s (bare http-proxy max ${bareMax.toFixed(0)})`);
+    const halfIds = ['bare-http-proxy', 'sluice-paid', 'sluice-free'];
+    const half = new Map<string, RateResult[]>(halfIds.map((id) => [id, []]));
+    for (let r = 0; r < P.halfRounds; r++) {
+      for (const id of r % 2 ? [...halfIds].reverse() : halfIds) {
+        const v = variants.find((x) => x.id === id)!;
+        const res = await atRate({ port: v.port, rate, seconds: P.halfSeconds, connections: CONNECTIONS, body: v.body, keys: v.keys });
+        half.get(id)!.push(res);
+        log(`half ${r + 1}/${P.halfRounds} ${id.padEnd(16)} ${res.rps.toFixed(0)} req/s  p50 ${res.p50.toFixed(2)}  p99 ${res.p99.toFixed(2)}  p99.9 ${res.p999.toFixed(2)} ms`);
+      }
+    }
+
+    // Also at half of sluice's own maximum: the latency it adds when it is not near saturation.
+    const paidMax = median(rounds.get('sluice-paid')!.map((x) => x.load.rps));
+    const rateOwn = Math.round(paidMax / 2);
+    log(`half of sluice's own max: ${rateOwn} req/s (sluice paid max ${paidMax.toFixed(0)})`);
+    const halfOwn = new Map<string, RateResult[]>([['bare-http-proxy', []], ['sluice-paid', []]]);
+    for (let r = 0; r < P.halfRounds; r++) {
+      for (const id of r % 2 ? ['sluice-paid', 'bare-http-proxy'] : ['bare-http-proxy', 'sluice-paid']) {
+        const v = variants.find((x) => x.id === id)!;
+        const res = await atRate({ port: v.port, rate: rateOwn, seconds: P.halfSeconds, connections: CONNECTIONS, body: v.body, keys: v.keys });
+        halfOwn.get(id)!.push(res);
+        log(`own-half ${r + 1}/${P.halfRounds} ${id.padEnd(16)} ${res.rps.toFixed(0)} req/s  p50 ${res.p50.toFixed(2)}  p99 ${res.p99.toFixed(2)}  p99.9 ${res.p999.toFixed(2)} ms`);
+      }
+    }
+
+    // ---- SSE: time to first event, direct vs through bare http-proxy vs through sluice -----------
+    log(`SSE: ${P.ttfeStreams} streams each, direct, through bare http-proxy and through sluice, alternating`);
+    const ttfe = { direct: [] as StreamTiming[], bare: [] as StreamTiming[], sluice: [] as StreamTiming[] };
+    for (let i = 0; i < P.ttfeStreams; i++) {
+      ttfe.direct.push(await timeStream({ port: port(relay), mode: 'ttfe', key: DUMMY_KEY }));
+      ttfe.bare.push(await timeStream({ port: port(bare), mode: 'ttfe', key: DUMMY_KEY }));
+      ttfe.sluice.push(await timeStream({ port: port(paid), mode: 'ttfe', key: key(paid) }));
+    }
+
+    // ---- many open streams: RSS of a fresh sluice, and of a fresh bare http-proxy for reference --
+    const holdIn = async (name: string, script: string, env: Record<string, string>): Promise<HoldResult> => {
+      log(`SSE: ${P.holdStreams} concurrent open streams through a fresh ${name}`);
+      const srv = await start(name, script, env);
+      const k = key(srv);
+      // One request first: a fresh sluice looks its key up once (then serves it from its cache).
+      await timeStream({ port: port(srv), mode: 'ttfe', key: k });
+      const idleRss = memoryMb(srv.pid).rss;
+      const before = await counter.counts();
+      const held = await holdStreams({ port: port(srv), mode: 'hold', key: k }, P.holdStreams);
+      await new Promise((r) => setTimeout(r, 1000));
+      let rss = 0;
+      for (let i = 0; i < 8; i++) {
+        rss = Math.max(rss, memoryMb(srv.pid).rss);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const peak = memoryMb(srv.pid).hwm;
+      const redisCmds = RedisCounter.diff(before, await counter.counts());
+      held.close();
+      log(`${name}: held ${held.opened} streams (${held.failed} failed) in ${(held.openMs / 1000).toFixed(1)} s; RSS ${idleRss.toFixed(0)} MB idle, ${rss.toFixed(0)} MB with streams open`);
+      await new Promise((r) => setTimeout(r, 500));
+      await srv.stop();
+      servers.splice(servers.indexOf(srv), 1);
+      return { opened: held.opened, failed: held.failed, openMs: held.openMs, idleRss, rss, peak, redis: redisCmds };
+    };
+    const holdSluice = await holdIn('sluice-sse', 'sluice.ts', { BENCH_REDIS_URL: redis.url });
+    const holdBare = await holdIn('bare-sse', 'bare.ts', { BENCH_ENGINE: 'http-proxy' });
+
+    // ---- model scan microbenchmark ---------------------------------------------------------------
+    log('scan: 20 MB bodies');
+    const scanOut = await run(process.execPath, [built('scan.ts')], { env: { BENCH_SCAN_RUNS: String(P.scanRuns) }, timeoutMs: 120_000 });
+    const scan = (JSON.parse(scanOut.trim().split('\n').pop()!) as { results: ScanRow[] }).results;
+
+    counter.close();
+    const report = buildReport({ info, keyCount: keys(paid).length, elapsedS: (roundsEnd - roundsStart) / 1000, variants, rounds, rate, bareMax, half, rateOwn, halfOwn, ttfe, holdSluice, holdBare, scan });
+    process.stdout.write(report.console);
+    writeFileSync(join(BENCH_DIR, 'RESULTS.md'), report.markdown);
+    writeFileSync(join(BENCH_DIR, 'results.json'), JSON.stringify(report.json, null, 2) + '\n');
+    log(`wrote bench/RESULTS.md and bench/results.json (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+  } finally {
+    await Promise.all(servers.map((s) => s.stop().catch(() => {})));
+    if (redis) await redis.kill().catch(() => {});
+  }
+}
+
+interface ScanRow {
+  shape: string;
+  position: string;
+  mb: number;
+  medianMs: number;
+  maxMs: number;
+  jsonParseMs: number;
+}
+
+interface HoldResult {
+  opened: number;
+  failed: number;
+  openMs: number;
+  idleRss: number;
+  /** Highest VmRSS sampled over 2 s with every stream open, MB. */
+  rss: number;
+  /** VmHWM at that point, MB. */
+  peak: number;
+  redis: CommandCounts;
+}
+
+interface ReportInput {
+  info: Record<string, string>;
+  /** Keys each sluice rotates over. */
+  keyCount: number;
+  /** Seconds from the first to the last throughput round. */
+  elapsedS: number;
+  variants: Variant[];
+  rounds: Map<string, Round[]>;
+  rate: number;
+  bareMax: number;
+  half: Map<string, RateResult[]>;
+  rateOwn: number;
+  halfOwn: Map<string, RateResult[]>;
+  ttfe: { direct: StreamTiming[]; bare: StreamTiming[]; sluice: StreamTiming[] };
+  holdSluice: HoldResult;
+  holdBare: HoldResult;
+  scan: ScanRow[];
+}
+
+function table(head: string[], rows: string[][], align: ('l' | 'r')[]): { md: string; text: string } {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const pad = (s: string, i: number): string => (align[i] === 'r' ? s.padStart(widths[i]!) : s.padEnd(widths[i]!));
+  const text = [head.map(pad).join('  '), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map((r) => r.map(pad).join('  '))].join('\n') + '\n';
+  const md =
+    [`| ${head.join(' | ')} |`, `|${align.map((a) => (a === 'r' ? '---:' : ':---')).join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n') + '\n';
+  return { md, text };
+}
+
+function buildReport(x: ReportInput): { console: string; markdown: string; json: unknown } {
+  const f = (n: number, d = 2): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
+  const scripts = (c: CommandCounts | null): number => (c ? RedisCounter.scriptCalls(c) : 0);
+  const totalCmds = (c: CommandCounts | null): number => (c ? RedisCounter.clientCommands(c) : 0);
+
+  // Per-variant medians; ratios are medians of per-round ratios (paired within a round).
+  const base = x.rounds.get('bare-http-proxy')!;
+  const summary = x.variants.map((v) => {
+    const rs = x.rounds.get(v.id)!;
+    const requests = rs.reduce((a, r) => a + r.load.requests, 0);
+    const redisAll = rs.reduce<CommandCounts>((acc, r) => {
+      for (const [k, n] of Object.entries(r.redis ?? {})) acc[k] = (acc[k] ?? 0) + n;
+      return acc;
+    }, {});
+    return {
+      id: v.id,
+      label: v.label,
+      rps: median(rs.map((r) => r.load.rps)),
+      rpsMin: Math.min(...rs.map((r) => r.load.rps)),
+      rpsMax: Math.max(...rs.map((r) => r.load.rps)),
+      ratio: median(rs.map((r, i) => r.load.rps / base[i]!.load.rps)),
+      ratioMin: Math.min(...rs.map((r, i) => r.load.rps / base[i]!.load.rps)),
+      ratioMax: Math.max(...rs.map((r, i) => r.load.rps / base[i]!.load.rps)),
+      perRound: rs.map((r) => ({ rps: Math.round(r.load.rps), p99: r.load.p99, cpuPct: Math.round(r.usage.cpuPct), otherPct: Math.round(r.foreignPct) })),
+      p50: median(rs.map((r) => r.load.p50)),
+      p99: median(rs.map((r) => r.load.p99)),
+      p999: median(rs.map((r) => r.load.p999)),
+      cpuPct: median(rs.map((r) => r.usage.cpuPct)),
+      cpuUsPerReq: median(rs.map((r) => (r.usage.cpuPct / 100 / r.load.rps) * 1e6)),
+      rssMb: Math.max(...rs.map((r) => r.usage.rssMaxMb)),
+      foreignPct: median(rs.map((r) => r.foreignPct)),
+      non2xx: rs.reduce((a, r) => a + r.load.non2xx, 0),
+      errors: rs.reduce((a, r) => a + r.load.errors, 0),
+      requests,
+      redis: v.redis ? redisAll : null,
+      scriptsPerReq: v.redis ? scripts(redisAll) / requests : null,
+      redisCmds: v.redis ? totalCmds(redisAll) : null,
+    };
+  });
+  const by = (id: string): (typeof summary)[number] | undefined => summary.find((s) => s.id === id);
+
+  const mainHead = ['variant', 'req/s', 'vs bare', 'range', 'p50 ms', 'p99 ms', 'p99.9 ms', 'CPU %', 'CPU µs/req', 'peak RSS MB', 'non-2xx', 'Redis trips/req', 'other load %'];
+  const mainRows = summary.map((s) => [
+    s.id,
+    f(s.rps, 0),
+    f(s.ratio, 2),
+    `${f(s.ratioMin, 2)}–${f(s.ratioMax, 2)}`,
+    f(s.p50),
+    f(s.p99),
+    f(s.p999),
+    f(s.cpuPct, 0),
+    f(s.cpuUsPerReq, 0),
+    f(s.rssMb, 0),
+    String(s.non2xx + s.errors),
+    s.redisCmds === null ? '–' : f(s.redisCmds / s.requests, 3),
+    f(s.foreignPct, 0),
+  ]);
+  const main = table(mainHead, mainRows, ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r']);
+
+  const halfMed = (id: string, k: 'p50' | 'p99' | 'p999' | 'rps'): number => median(x.half.get(id)!.map((r) => r[k]));
+  /** Median over rounds of (variant's p99 − bare's p99 in the same round): paired, so drift cancels. */
+  const pairedAdded = (m: Map<string, RateResult[]>, id: string, k: 'p50' | 'p99' = 'p99'): number =>
+    median(m.get(id)!.map((r, i) => r[k] - m.get('bare-http-proxy')![i]![k]));
+  const spread = (m: Map<string, RateResult[]>, id: string): string => {
+    const xs = m.get(id)!.map((r) => r.p99);
+    return `${f(Math.min(...xs), 1)}–${f(Math.max(...xs), 1)}`;
+  };
+  const halfRows = [...x.half.keys()].map((id) => [
+    id,
+    f(halfMed(id, 'rps'), 0),
+    f(halfMed(id, 'p50')),
+    f(halfMed(id, 'p99')),
+    spread(x.half, id),
+    f(halfMed(id, 'p999')),
+    f(pairedAdded(x.half, id, 'p50')),
+    f(pairedAdded(x.half, id)),
+    String(x.half.get(id)!.reduce((a, r) => a + r.non2xx + r.errors, 0)),
+  ]);
+  const halfHead = ['variant', 'req/s', 'p50 ms', 'p99 ms', 'p99 range ms', 'p99.9 ms', 'added p50 ms', 'added p99 ms', 'non-2xx+errors'];
+  const halfAlign: ('l' | 'r')[] = ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'];
+  const halfT = table(halfHead, halfRows, halfAlign);
+  const ownMed = (id: string, k: 'p50' | 'p99' | 'p999' | 'rps'): number => median(x.halfOwn.get(id)!.map((r) => r[k]));
+  const ownRows = [...x.halfOwn.keys()].map((id) => [
+    id,
+    f(ownMed(id, 'rps'), 0),
+    f(ownMed(id, 'p50')),
+    f(ownMed(id, 'p99')),
+    spread(x.halfOwn, id),
+    f(ownMed(id, 'p999')),
+    f(pairedAdded(x.halfOwn, id, 'p50')),
+    f(pairedAdded(x.halfOwn, id)),
+    String(x.halfOwn.get(id)!.reduce((a, r) => a + r.non2xx + r.errors, 0)),
+  ]);
+  const ownT = table(halfHead, ownRows, halfAlign);
+
+  const ttfeMed = (a: StreamTiming[], k: 'firstEventMs' | 'totalMs'): number => median(a.map((t) => t[k]));
+  const ttfeP = (a: StreamTiming[], p: number): number => {
+    const s = a.map((t) => t.firstEventMs).sort((q, r) => q - r);
+    return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+  };
+  const ttfeRows = (['direct', 'bare', 'sluice'] as const).map((k) => [
+    k === 'direct' ? 'relay direct' : k === 'bare' ? 'through bare http-proxy' : 'through sluice',
+    f(ttfeMed(x.ttfe[k], 'firstEventMs')),
+    f(ttfeP(x.ttfe[k], 90)),
+    f(ttfeMed(x.ttfe[k], 'totalMs')),
+    String(median(x.ttfe[k].map((t) => t.events))),
+    String(x.ttfe[k].filter((t) => t.status !== 200 || !Number.isFinite(t.firstEventMs)).length),
+  ]);
+  const ttfeT = table(['path', 'first event p50 ms', 'first event p90 ms', 'whole stream p50 ms', 'events', 'failed'], ttfeRows, ['l', 'r', 'r', 'r', 'r', 'r']);
+  const addedTtfe = ttfeMed(x.ttfe.sluice, 'firstEventMs') - ttfeMed(x.ttfe.direct, 'firstEventMs');
+  const addedTtfeBare = ttfeMed(x.ttfe.bare, 'firstEventMs') - ttfeMed(x.ttfe.direct, 'firstEventMs');
+  const hs = x.holdSluice;
+  const hb = x.holdBare;
+
+  const scanRows = x.scan.map((r) => [r.shape, r.position, f(r.mb, 1), f(r.medianMs), f(r.maxMs), f(r.jsonParseMs, 1)]);
+  const scanT = table(['body', 'model at', 'MB', 'scan median ms', 'scan max ms', 'JSON.parse ms'], scanRows, ['l', 'l', 'r', 'r', 'r', 'r']);
+  const scanWorst = (shape: string): number => Math.max(...x.scan.filter((r) => r.shape === shape).map((r) => r.medianMs));
+  const shapes = [...new Set(x.scan.map((r) => r.shape))];
+
+  const paid = by('sluice-paid')!;
+  const free = by('sluice-free')!;
+  const addedP99 = pairedAdded(x.half, 'sluice-paid');
+  const bareP99 = x.half.get('bare-http-proxy')!.map((r) => r.p99);
+  // The tail of a shared 2-core VM can move by more than the 1 ms budget from round to round:
+  // a verdict within bare's own round-to-round spread is not one.
+  const bareSpread = Math.max(...bareP99) - Math.min(...bareP99);
+  const noisy = addedP99 <= 1 ? bareSpread > 5 : addedP99 <= bareSpread;
+  const streamsOk = hs.opened >= TARGET_STREAMS && hs.failed === 0;
+  const targets: Array<[string, string, boolean | null | 'noisy']> = [
+    ['paid path ≥ 0.90 × bare http-proxy req/s', f(paid.ratio), paid.ratio >= 0.9],
+    ['free-tier path ≥ 0.80 × bare http-proxy req/s', f(free.ratio), free.ratio >= 0.8],
+    [
+      `added p99 over bare http-proxy ≤ 1 ms at half its max (${x.rate} req/s), paid path`,
+      `${f(addedP99)} ms (median of per-round differences; bare's own p99 ranged ${spread(x.half, 'bare-http-proxy')} ms${noisy ? ': too noisy to resolve this' : ''}; at ${x.rateOwn} req/s: ${f(pairedAdded(x.halfOwn, 'sluice-paid'))} ms)`,
+      noisy ? 'noisy' : addedP99 <= 1,
+    ],
+    [
+      'reading `model` from a 20 MB body ≤ 2 ms wherever the field stands',
+      shapes.map((s) => `${s} ${f(scanWorst(s))} ms`).join(', '),
+      shapes.every((s) => scanWorst(s) <= 2),
+    ],
+    ['SSE first event within 1 ms of the relay’s (median)', `+${f(addedTtfe)} ms (bare http-proxy: +${f(addedTtfeBare)} ms)`, addedTtfe <= 1],
+    [
+      `RSS ≤ 150 MB with ${TARGET_STREAMS} concurrent open SSE streams`,
+      `${f(hs.rss, 0)} MB with ${hs.opened} open (${hs.failed} failed; idle ${f(hs.idleRss, 0)} MB); bare http-proxy ${f(hb.rss, 0)} MB (idle ${f(hb.idleRss, 0)} MB)`,
+      hs.opened >= TARGET_STREAMS ? hs.rss <= 150 && streamsOk : null,
+    ],
+    [
+      'no Redis round trip on the paid path',
+      `${scripts(paid.redis)} limit scripts and ${paid.redisCmds} commands in all (${Object.entries(paid.redis ?? {}).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}) over ${paid.requests} requests with ${x.keyCount} keys; ${totalCmds(hs.redis)} during ${hs.opened} streams`,
+      // Key-cache refreshes (one HGETALL per key per minute, by design) are not per-request trips.
+      scripts(paid.redis) === 0 && paid.redisCmds! <= x.keyCount * Math.ceil(x.elapsedS / 60) && scripts(hs.redis) === 0,
+    ],
+  ];
+  const verdict = (b: boolean | null | 'noisy'): string =>
+    b === null ? 'not measured (quick run)' : b === 'noisy' ? 'inconclusive (tail noise of this machine exceeds the budget)' : b ? 'met' : 'NOT met';
+  const targetT = table(
+    ['target', 'measured', 'result'],
+    targets.map(([t, m, ok]) => [t, m, verdict(ok)]),
+    ['l', 'l', 'l'],
+  );
+
+  const hp = by('bare-http-proxy')!;
+  const hp3 = by('bare-http-proxy-3')!;
+  const s3 = by('sluice-paid-hp3')!;
+  const engineT = table(
+    ['engine', 'bare req/s', 'bare p99 ms', 'bare CPU µs/req', 'sluice paid req/s', 'sluice p99 ms'],
+    [
+      ['http-proxy 1.18.1', f(hp.rps, 0), f(hp.p99), f(hp.cpuUsPerReq, 0), f(paid.rps, 0), f(paid.p99)],
+      [`http-proxy-3 ${x.info['http-proxy-3']}`, f(hp3.rps, 0), f(hp3.p99), f(hp3.cpuUsPerReq, 0), f(s3.rps, 0), f(s3.p99)],
+    ],
+    ['l', 'r', 'r', 'r', 'r', 'r'],
+  );
+
+  const redisDetail = summary
+    .filter((s) => s.redis)
+    .map((s) => `- ${s.id}: ${Object.entries(s.redis!).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'} over ${s.requests} requests`)
+    .join('\n');
+
+  const machineLines = Object.entries(x.info)
+    .map(([k, v]) => `- ${k}: ${v}`)
+    .join('\n');
+  const method = `Method: each server is its own process; load from wrk (${CONNECTIONS} connections, 1 thread, keep-alive, POST /v1/chat/completions with a small JSON body) in its own process, ${P.rounds} round(s) × ${P.seconds} s per variant after a ${P.warmSeconds} s warm-up, variants alternating in rotated order. req/s and latencies are medians over rounds; "vs bare" is the median of per-round ratios to bare http-proxy and "range" their lowest and highest; CPU is the server process's CPU time over wall time (100 % = one core) and CPU µs/req that divided by req/s; peak RSS is the highest VmRSS sampled every 250 ms. The relay stand-in, the server under test and the load generator share the machine's ${x.info.cores} cores. "Redis trips/req" counts commands clients sent to the bench's own redis-server (INFO commandstats, without the commands sluice's Lua scripts run inside Redis). Each sluice serves ${x.keyCount} keys (one user each) in turn, so its key cache and per-user limit state hold many entries; a cached key is looked up again once a minute (HGETALL), which is not a per-request round trip. "other load %" is CPU taken by processes outside the benchmark during the variant's rounds (median; 100 = one core): when it is not near 0, absolute figures are depressed, ratios less so.`;
+
+  const md = `# sluice benchmark results
+
+Produced by \`${x.info.command}\` (bench/run.ts) on ${x.info.date}.${QUICK ? ' **Quick run: smoke figures only, not for the targets.**' : ''}
+
+## Machine
+${machineLines}
+
+## Throughput (closed loop)
+${main.md}
+${method}
+
+## Targets
+${targetT.md}
+## Latency at half of bare http-proxy's maximum (${x.rate} req/s, open loop)
+${halfT.md}
+Constant-rate client (bench/lib/rate-client.ts), ${CONNECTIONS} connections, latency counted from each request's scheduled time; ${P.halfRounds} round(s) × ${P.halfSeconds} s, medians over rounds; "added" columns are medians of per-round differences to bare http-proxy (paired, so drift between rounds cancels). When sluice's own maximum is not well above this rate, queueing dominates its figures.
+
+For comparison, at half of sluice's own paid-path maximum (${x.rateOwn} req/s), where neither is near saturation:
+${ownT.md}
+
+## Forwarding engine: http-proxy vs http-proxy-3
+${engineT.md}
+## Redis commands (bench's own redis-server, INFO commandstats)
+${redisDetail}
+- ${hs.opened} open SSE streams on the paid path: ${Object.entries(hs.redis).map(([k, n]) => `${k} ${n}`).join(', ') || 'no commands'}
+
+## SSE: time to first event (relay holds each stream ${process.env.BENCH_TTFE_DELAY_MS ?? 20} ms, then sends 7 events 5 ms apart)
+${ttfeT.md}
+Added over the relay's own first event (medians): sluice ${f(addedTtfe)} ms, bare http-proxy ${f(addedTtfeBare)} ms. Each stream opens a fresh client connection; the whole-stream column shows that later events are not held back (the difference stays that of the first event).
+
+## ${hs.opened} concurrent open SSE streams (relay silent after the first event)
+| process | opened | failed | open in s | RSS idle MB | RSS with streams MB | per stream KB | VmHWM MB |
+|:---|---:|---:|---:|---:|---:|---:|---:|
+| sluice (paid path, Redis store) | ${hs.opened} | ${hs.failed} | ${f(hs.openMs / 1000, 1)} | ${f(hs.idleRss, 0)} | ${f(hs.rss, 0)} | ${f(((hs.rss - hs.idleRss) * 1024) / Math.max(1, hs.opened), 1)} | ${f(hs.peak, 0)} |
+| bare http-proxy (reference) | ${hb.opened} | ${hb.failed} | ${f(hb.openMs / 1000, 1)} | ${f(hb.idleRss, 0)} | ${f(hb.rss, 0)} | ${f(((hb.rss - hb.idleRss) * 1024) / Math.max(1, hb.opened), 1)} | ${f(hb.peak, 0)} |
+
+## Reading \`model\` from 20 MB bodies (src/model/scan.ts; median of ${P.scanRuns})
+${scanT.md}`;
+
+  const text =
+    `\nsluice benchmark — ${x.info.date} — ${x.info.cores} cores, ${x.info.cpu}, Node ${x.info.node}${QUICK ? ' — QUICK' : ''}\n\n` +
+    main.text +
+    `\nhalf load (${x.rate} req/s):\n` +
+    halfT.text +
+    `\nhalf of sluice's own max (${x.rateOwn} req/s):\n` +
+    ownT.text +
+    '\nSSE first event:\n' +
+    ttfeT.text +
+    `\n${hs.opened} open streams: sluice RSS ${f(hs.rss, 0)} MB (idle ${f(hs.idleRss, 0)} MB); bare http-proxy ${f(hb.rss, 0)} MB (idle ${f(hb.idleRss, 0)} MB)\n` +
+    '\nscan:\n' +
+    scanT.text +
+    '\ntargets:\n' +
+    targetT.text;
+  return {
+    console: text,
+    markdown: md,
+    json: {
+      info: x.info,
+      params: P,
+      summary,
+      half: Object.fromEntries(x.half),
+      rate: x.rate,
+      halfOwn: Object.fromEntries(x.halfOwn),
+      rateOwn: x.rateOwn,
+      ttfe: { direct: ttfeMed(x.ttfe.direct, 'firstEventMs'), bare: ttfeMed(x.ttfe.bare, 'firstEventMs'), sluice: ttfeMed(x.ttfe.sluice, 'firstEventMs') },
+      streams: { sluice: hs, bare: hb },
+      scan: x.scan,
+      targets: targets.map(([t, m, ok]) => ({ target: t, measured: m, met: ok })),
+    },
+  };
+}
+
+// Bounded: whatever happens, stop after 9 minutes.
+setTimeout(() => {
+  log('bench exceeded 9 minutes; aborting');
+  process.exit(1);
+}, 9 * 60_000).unref();
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,82 @@
+/**
+ * Microbenchmark: reading `model` from a 20 MB body with the byte scanner (src/model/scan.ts),
+ * the field first, in the middle and last, on four body shapes:
+ * - `blob`: two 10 MB strings (an inlined base64 file: the usual reason a body is that big);
+ * - `chat-2k`: ~10,000 messages of ~2 KB of prose (escaped newlines only);
+ * - `chat-200`: ~100,000 messages of ~200 B (ten times the tokens);
+ * - `chat-esc`: 2 KB messages dense with escaped quotes (code or JSON inside JSON).
+ * Median of N runs after warm-up; JSON.parse of the same body once, for reference.
+ * Runs in its own process (the runner spawns it); prints one JSON line.
+ */
+import { scanModel } from '../src/model/scan.js';
+
+const TARGET = 20 * 1024 * 1024;
+const RUNS = Number(process.env.BENCH_SCAN_RUNS ?? 11);
+
+const SHAPES = ['blob', 'chat-2k', 'chat-200', 'chat-esc'] as const;
+type Shape = (typeof SHAPES)[number];
+
+function messages(text: string, bytes: number): string[] {
+  const out: string[] = [];
+  let size = 0;
+  for (let i = 0; size < bytes; i++) {
+    const m =
+      i % 2 === 0
+        ? `{"role":"user","content":"${text}"}`
+        : `{"role":"assistant","content":[{"type":"text","text":"${text}"},{"type":"tool_use","id":"t${i}","input":{"q":[1,2.5e3,true,null]}}]}`;
+    out.push(m);
+    size += m.length + 1;
+  }
+  return out;
+}
+
+function bodies(shape: Shape): Record<'start' | 'middle' | 'end', Buffer> {
+  const model = '"model":"vend-flash-free"';
+  if (shape === 'blob') {
+    const blob = 'QUJD'.repeat(Math.floor((TARGET - 200) / 8));
+    return {
+      start: Buffer.from(`{${model},"a":"${blob}","b":"${blob}"}`),
+      middle: Buffer.from(`{"a":"${blob}",${model},"b":"${blob}"}`),
+      end: Buffer.from(`{"a":"${blob}","b":"${blob}",${model}}`),
+    };
+  }
+  const prose = 'The quick brown fox jumps over the lazy dog, caf\\u00e9.\\n ';
+  const code = 'print(\\"a\\", {\\"k\\": 1})\\n';
+  const text = shape === 'chat-2k' ? prose.repeat(36) : shape === 'chat-200' ? prose.repeat(3) : code.repeat(80);
+  const msgs = messages(text, TARGET - 200);
+  const half = Math.floor(msgs.length / 2);
+  const first = `"messages":[${msgs.slice(0, half).join(',')}]`;
+  const second = `"tools":[${msgs.slice(half).join(',')}]`;
+  return {
+    start: Buffer.from(`{${model},${first},${second}}`),
+    middle: Buffer.from(`{${first},${model},${second}}`),
+    end: Buffer.from(`{${first},${second},${model}}`),
+  };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((x, y) => x - y);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+const results: Array<{ shape: string; position: string; mb: number; medianMs: number; maxMs: number; jsonParseMs: number }> = [];
+for (const shape of SHAPES) {
+  const b = bodies(shape);
+  for (const position of ['start', 'middle', 'end'] as const) {
+    const buf = b[position];
+    const r = scanModel(buf);
+    if (r.kind !== 'found' || r.model !== 'vend-flash-free') throw new Error(`scan failed on ${shape}/${position}: ${JSON.stringify(r)}`);
+    for (let i = 0; i < 3; i++) scanModel(buf); // warm-up
+    const times: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const t = performance.now();
+      scanModel(buf);
+      times.push(performance.now() - t);
+    }
+    const t = performance.now();
+    JSON.parse(buf.toString('utf8'));
+    const jsonParseMs = performance.now() - t;
+    results.push({ shape, position, mb: buf.length / 1024 / 1024, medianMs: median(times), maxMs: Math.max(...times), jsonParseMs });
+  }
+}
+process.stdout.write(JSON.stringify({ ready: true, runs: RUNS, results }) + '\n');

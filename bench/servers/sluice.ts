@@ -1,0 +1,43 @@
+/**
+ * Benchmark process: a whole sluice (createSluice, as `npm start` builds it), logging silenced.
+ * BENCH_UPSTREAM (URL), BENCH_REDIS_URL (absent: the embedded store), BENCH_ENGINE (optional:
+ * run the Forwarder on another proxy library). The free tier is raised so far that the bench
+ * never meets it (every answer must be a 200). Creates BENCH_KEYS (default 256) keys, one user
+ * each, so that the key cache and the per-user limit state look like many clients rather than
+ * one, and prints `{"ready":true,"port":N,"keys":["sk-...", ...]}` on stdout.
+ */
+import { createSluice } from '../../src/app.js';
+import { buildConfig } from '../../src/config.js';
+import { setDefaultForwardEngine, type ForwardEngineName } from '../../src/forward/engine.js';
+import { onStopSignal, requireEnv } from './common.js';
+
+if (process.env.BENCH_ENGINE) setDefaultForwardEngine(process.env.BENCH_ENGINE as ForwardEngineName);
+
+const env: Record<string, string> = {
+  SLUICE_UPSTREAM_URL: requireEnv('BENCH_UPSTREAM'),
+  SLUICE_PORT: '0',
+  SLUICE_ADMIN_PORT: '0',
+  SLUICE_HOST: '127.0.0.1',
+  SLUICE_ADMIN_HOST: '127.0.0.1',
+  SLUICE_LOG_LEVEL: 'silent',
+};
+if (process.env.BENCH_REDIS_URL) env.SLUICE_REDIS_URL = process.env.BENCH_REDIS_URL;
+// The config schema caps perMinute at 1,000,000 (a minute at 16k req/s); the bench stays below.
+const config = buildConfig({ freeTier: { perMinute: 1_000_000, perDay: 100_000_000 } }, env);
+const sluice = createSluice({ config });
+const { port, adminPort } = await sluice.listen();
+
+// The Redis store refuses commands until connected (no offline queue): retry for a while.
+for (let i = 0; ; i++) {
+  try {
+    await sluice.keys.create({ user: `bench-${process.pid}-probe` });
+    break;
+  } catch (err) {
+    if (i >= 100) throw err;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+const count = Number(process.env.BENCH_KEYS ?? 256);
+const keys = await Promise.all(Array.from({ length: count }, async (_, i) => (await sluice.keys.create({ user: `bench-${process.pid}-${i}` })).key));
+process.stdout.write(JSON.stringify({ ready: true, port, adminPort, keys, pid: process.pid, store: sluice.store.kind }) + '\n');
+onStopSignal(() => sluice.close());

@@ -1,0 +1,69 @@
+/**
+ * Before/after for src/forward: builds a copy of bench/.build whose src/forward comes from another
+ * directory (default: the pre-optimisation copy saved at BEFORE_DIR), then alternates bare
+ * http-proxy, sluice "before" and sluice "after" (paid path, Redis store) for N rounds.
+ *   BEFORE_DIR=/path/to/old/src/forward npx tsx bench/tools/before-after.ts [rounds] [seconds]
+ */
+import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import ts from 'typescript';
+import { spawnRedis } from '../../test/support/redis.js';
+import { BENCH_DIR, BUILD_DIR, compile, measureWhile, startNodeServer, type Server } from '../lib/proc.js';
+import { wrk } from '../lib/wrk.js';
+
+const rounds = Number(process.argv[2] ?? 4);
+const seconds = Number(process.argv[3] ?? 4);
+const beforeDir = process.env.BEFORE_DIR;
+if (!beforeDir) throw new Error('set BEFORE_DIR to the directory holding the old src/forward/*.ts');
+const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
+
+await compile();
+const oldBuild = join(BENCH_DIR, '.build-before');
+rmSync(oldBuild, { recursive: true, force: true });
+cpSync(BUILD_DIR, oldBuild, { recursive: true });
+for (const f of readdirSync(beforeDir).filter((n) => n.endsWith('.ts'))) {
+  const out = ts.transpileModule(readFileSync(join(beforeDir, f), 'utf8'), {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+  });
+  writeFileSync(join(oldBuild, 'src', 'forward', f.replace(/\.ts$/, '.js')), out.outputText);
+}
+const redis = await spawnRedis();
+const servers: Server[] = [];
+try {
+  const relay = await startNodeServer('relay', 'relay.ts');
+  servers.push(relay);
+  const env = { BENCH_UPSTREAM: `http://127.0.0.1:${relay.info.port as number}`, BENCH_REDIS_URL: redis.url };
+  const vs: Array<{ id: string; s: Server }> = [];
+  const add = async (id: string, script: string, path?: string): Promise<void> => {
+    const s = await startNodeServer(id, script, { env, ...(path ? { path } : {}) });
+    servers.push(s);
+    vs.push({ id, s });
+  };
+  await add('bare', 'bare.ts');
+  await add('sluice-before', 'sluice.ts', join(oldBuild, 'bench', 'servers', 'sluice.js'));
+  await add('sluice-after', 'sluice.ts');
+  const go = (v: { s: Server }, secs: number) =>
+    wrk({ url: `http://127.0.0.1:${v.s.info.port as number}/v1/chat/completions`, connections: 32, seconds: secs, body, keys: (v.s.info.keys as string[] | undefined) ?? ['sk-x'] });
+  for (const v of vs) await go(v, 2);
+  const acc = new Map<string, Array<{ rps: number; us: number }>>();
+  for (let r = 0; r < rounds; r++) {
+    const order = vs.map((_, i) => vs[(i + r) % vs.length]!);
+    for (const v of order) {
+      const { result, usage } = await measureWhile(v.s, () => go(v, seconds));
+      const us = (usage.cpuPct / 100 / result.rps) * 1e6;
+      (acc.get(v.id) ?? acc.set(v.id, []).get(v.id)!).push({ rps: result.rps, us });
+      console.log(`${r} ${v.id.padEnd(14)} ${result.rps.toFixed(0).padStart(6)} req/s  ${us.toFixed(0).padStart(4)} µs/req`);
+    }
+  }
+  const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const bare = acc.get('bare')!;
+  for (const [id, xs] of acc) {
+    const ratio = med(xs.map((x, i) => x.rps / bare[i]!.rps));
+    console.log(`${id.padEnd(14)} median ${med(xs.map((x) => x.rps)).toFixed(0)} req/s, ${med(xs.map((x) => x.us)).toFixed(0)} µs/req CPU, ${ratio.toFixed(2)} of bare`);
+  }
+} finally {
+  await Promise.all(servers.map((s) => s.stop()));
+  await redis.kill();
+  rmSync(oldBuild, { recursive: true, force: true });
+}
+process.exit(0);
