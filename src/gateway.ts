@@ -15,7 +15,6 @@ import type { Clock } from './clock.js';
 import { Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './errors.js';
 import { prepareRequestHeaders } from './forward/headers.js';
 import type { ForwardResult, Forwarder } from './forward/proxy.js';
-import type { FreeTierVerdict } from './limits/free-tier.js';
 import { routeFamily, type Metrics, type RouteFamily } from './metrics.js';
 import { requestedModel } from './model/index.js';
 import type { Policy } from './policy.js';
@@ -93,6 +92,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     t.logged = true;
     const decision = t.decision ?? 'internal_error';
     metrics.countRequest(t.family, decision);
+    if (!log.isLevelEnabled('info')) return;
     log.info(
       {
         reqId: t.id,
@@ -142,7 +142,8 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     }
 
     // 3. Authenticate.
-    const auth = await d.authenticator.authenticate(presentedKeys(req.headers, credentialRules(target.path)));
+    const presented = presentedKeys(req.headers, credentialRules(target.path));
+    const auth = d.authenticator.cached(presented) ?? (await d.authenticator.authenticate(presented));
     if (!auth.ok) {
       if (auth.reason === 'unavailable') {
         log.warn({ reqId: t.id, err: String(auth.error) }, 'key store unreachable and the key was not seen recently: cannot judge it');
@@ -195,7 +196,10 @@ export function createGateway(d: GatewayDeps): RequestHandler {
         }
       }
       // The relay's own fields, if it sends any, replace these (never loosened by sluice).
-      if (!p.config.freeTier.shadow) setRateLimitFields(res, v, rl);
+      if (!p.config.freeTier.shadow) {
+        res.setHeader('ratelimit-policy', fields.policy);
+        res.setHeader('ratelimit', fields.state);
+      }
     }
 
     // 6. Forward.
@@ -268,8 +272,4 @@ export function createGateway(d: GatewayDeps): RequestHandler {
       reject(res, t, 'internal_error', Errors.INTERNAL, { close: true });
     });
   };
-}
-
-function setRateLimitFields(res: ServerResponse, _v: FreeTierVerdict, rl: Record<string, string>): void {
-  for (const [k, v] of Object.entries(rl)) res.setHeader(k, v);
 }

@@ -72,6 +72,25 @@ export class Authenticator {
   }
 
   /**
+   * The answer from the cache alone, without a promise, when every presented
+   * key is cached and fresh; null when the source must be asked.
+   */
+  cached(presented: readonly string[]): AuthResult | null {
+    if (presented.length === 0) return { ok: false, reason: 'missing' };
+    const now = this.clock.now();
+    let first: { identity: KeyIdentity; key: string } | null = null;
+    for (const key of presented) {
+      if (key === '' || key === 'sk-') return { ok: false, reason: 'invalid' };
+      const hit = this.cache.get(hashKey(key));
+      if (!hit || now - hit.at >= (hit.identity ? this.positiveTtl : this.negativeTtl)) return null;
+      if (!hit.identity) return { ok: false, reason: 'invalid' };
+      if (!first) first = { identity: hit.identity, key };
+      else if (first.identity.user !== hit.identity.user) return { ok: false, reason: 'conflict' };
+    }
+    return { ok: true, identity: first!.identity, key: first!.key };
+  }
+
+  /**
    * Every presented key must be valid, and all must name the same key owner;
    * a wrong key beside a valid one fails.
    */
