@@ -177,6 +177,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     // 5. Free tier: one store round trip, only for free models.
     const free = m.model !== null && p.freeTier.isFree(m.model);
     t.freeTier = free;
+    let extraHeaders: string[] | undefined;
     if (free) {
       const v = await p.freeTier.admit(auth.identity.user);
       const fields = p.freeTier.rateLimitFields(v);
@@ -195,11 +196,8 @@ export function createGateway(d: GatewayDeps): RequestHandler {
               });
         }
       }
-      // The relay's own fields, if it sends any, replace these (never loosened by sluice).
-      if (!p.config.freeTier.shadow) {
-        res.setHeader('ratelimit-policy', fields.policy);
-        res.setHeader('ratelimit', fields.state);
-      }
+      // The relay's own fields, if it sends any, win (never loosened by sluice).
+      if (!p.config.freeTier.shadow) extraHeaders = ['ratelimit-policy', fields.policy, 'ratelimit', fields.state];
     }
 
     // 6. Forward.
@@ -216,12 +214,13 @@ export function createGateway(d: GatewayDeps): RequestHandler {
       res,
       body,
       requestId: t.id,
+      extraHeaders,
       intercept: (up) => {
         // The relay's 429 on an admitted free call means its own upstream free tier is busy.
         if (free && up.statusCode === 429) {
           t.decision = 'free_tier_upstream';
           t.status = 402;
-          sendError(res, Errors.FREE_TIER_EXHAUSTED, t.id, { headers: { 'retry-after': '30' } });
+          sendError(res, Errors.FREE_TIER_EXHAUSTED, t.id, { headers: { 'retry-after': '30', ...(extraHeaders && { 'ratelimit-policy': extraHeaders[1]!, ratelimit: extraHeaders[3]! }) } });
           return true;
         }
         const ct = up.headers['content-type'];

@@ -33,6 +33,8 @@ export interface ForwardJob {
    */
   intercept?: (upstream: IncomingMessage) => boolean;
   done?: (r: ForwardResult) => void;
+  /** Response fields (lower-case name, value, ...) added unless the relay sent a field of the same name. */
+  extraHeaders?: readonly string[];
 }
 
 export interface ForwarderOptions {
@@ -64,6 +66,7 @@ class JobState {
     readonly requestId: string,
     readonly intercept: ((upstream: IncomingMessage) => boolean) | undefined,
     readonly done: ((r: ForwardResult) => void) | undefined,
+    readonly extraHeaders: readonly string[] | undefined,
     readonly sentAt: number,
   ) {}
 
@@ -159,7 +162,13 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
     state.finish('intercepted', status, upstreamMs);
     return;
   }
-  res.writeHead(status, up.statusMessage, filterResponseHeaders(up.rawHeaders));
+  const headers = filterResponseHeaders(up.rawHeaders);
+  const extra = state.extraHeaders;
+  if (extra !== undefined) {
+    // sluice's own fields go out only where the relay sent none of the same name.
+    for (let i = 0; i < extra.length; i += 2) if (up.headers[extra[i]!] === undefined) headers.push(extra[i]!, extra[i + 1]!);
+  }
+  res.writeHead(status, up.statusMessage, headers);
   const ct = up.headers['content-type'];
   if (ct !== undefined && ct.startsWith('text/event-stream')) {
     // Send headers now: a reasoning model may think for minutes before its first event.
@@ -215,7 +224,7 @@ export class Forwarder {
 
   forward(job: ForwardJob): void {
     const { req, res } = job;
-    const state = new JobState(res, job.requestId, job.intercept, job.done, performance.now());
+    const state = new JobState(res, job.requestId, job.intercept, job.done, job.extraHeaders, performance.now());
     (req as WithJob)[JOB] = state;
     (res as ServerResponse & Carrier)[JOB] = state;
     res.on('close', onClientClose);
