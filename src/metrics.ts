@@ -91,6 +91,7 @@ export class Metrics {
   private readonly requestChildren = new Map<string, { inc(): void }>();
   private readonly decisionChildren = new Map<string, { observe(v: number): void }>();
   private readonly relayChildren = new Map<string, { observe(v: number): void }>();
+  private readonly storeChildren = new Map<string, { observe(v: number): void }>();
 
   countRequest(family: RouteFamily, outcome: string): void {
     const k = family + ' ' + outcome;
@@ -118,13 +119,15 @@ export class Metrics {
   /** Times a store call and counts its failure. */
   async timeStore<T>(op: string, fn: () => Promise<T>): Promise<T> {
     const start = performance.now();
+    let c = this.storeChildren.get(op);
+    if (!c) this.storeChildren.set(op, (c = this.storeSeconds.labels({ op })));
     try {
       return await fn();
     } catch (err) {
       this.storeErrors.inc({ op });
       throw err;
     } finally {
-      this.storeSeconds.observe({ op }, (performance.now() - start) / 1000);
+      c.observe((performance.now() - start) / 1000);
     }
   }
 }
