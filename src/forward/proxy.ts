@@ -140,7 +140,10 @@ function onClientFinish(this: ServerResponse & Carrier): void {
 
 function onProxyReq(proxyReq: ClientRequest, req: IncomingMessage): void {
   const state = (req as WithJob)[JOB];
-  if (state) state.proxyReq = proxyReq;
+  if (!state) return;
+  state.proxyReq = proxyReq;
+  // The client left while the relay connection was still being made: do not send the request at all.
+  if (state.res.destroyed && !state.res.writableFinished) proxyReq.destroy();
 }
 
 function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerResponse): void {

@@ -128,6 +128,16 @@ describe.each(STORE_KINDS)('forwarding on the %s store', (kind) => {
     await h.relay.waitFor((rs) => rs[0]?.closedEarly === true, 3000);
   });
 
+  it('aborts the relay request when the client leaves before the relay answered', async () => {
+    h.relay.behave(() => true, { delayMs: 3000 });
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { ...auth(), 'content-type': 'application/json' } });
+    req.on('error', () => {});
+    req.end(JSON.stringify({ model: 'gpt-4o' }));
+    await h.relay.waitFor((rs) => rs.length === 1, 2000);
+    req.destroy();
+    await h.relay.waitFor((rs) => rs[0]?.closedEarly === true, 2000);
+  });
+
   it('ends the client stream when the relay dies mid-stream instead of hanging', async () => {
     h.relay.behave(() => true, { sseIntervalMs: 50, sseEvents: 20, dieAfterEvents: 3 });
     const outcome = await new Promise<string>((resolve) => {

@@ -53,6 +53,7 @@ describe('Redis Sentinel', () => {
     sentinel = spawn(findOnPath('redis-server') ?? 'redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
     await until(async () => {
       const c = new Redis({ port: sentinelPort, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      c.on('error', () => {});
       try {
         await c.connect();
         const m = (await c.call('SENTINEL', 'get-master-addr-by-name', 'mymaster')) as string[] | null;
@@ -103,6 +104,7 @@ describe('Redis Cluster', () => {
     await run(cli, ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes']);
     await until(async () => {
       const c = new Redis(nodes[0]!.url, { maxRetriesPerRequest: 0 });
+      c.on('error', () => {});
       try {
         return ((await c.cluster('INFO')) as string).includes('cluster_state:ok');
       } finally {
