@@ -205,7 +205,8 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     prepareRequestHeaders(req.headers, {
       authorization: `Bearer ${p.config.upstream.credential ?? 'sk-' + keyBody(auth.key)}`,
       clientIp: t.ip,
-      bodyLength: body === null ? null : body.length,
+      // An explicit empty body stays `content-length: 0` rather than becoming chunked.
+      bodyLength: body !== null ? body.length : req.headers['content-length'] === '0' ? 0 : null,
     });
     req.url = target.forwardUrl;
     let streaming = false;

@@ -65,6 +65,14 @@ describe.each(STORE_KINDS)('forwarding on the %s store', (kind) => {
     expect(h.relay.requests[0]!.headers['transfer-encoding']).toBeUndefined();
   });
 
+  it('keeps an explicitly empty POST body as content-length: 0', async () => {
+    await request(h.url, 'POST', '/v1/models', { headers: { ...auth(), 'content-length': '0' } });
+    const got = h.relay.requests[0]!;
+    expect(got.headers['content-length']).toBe('0');
+    expect(got.headers['transfer-encoding']).toBeUndefined();
+    expect(got.body.length).toBe(0);
+  });
+
   it('passes the relay status, headers and body unchanged, and strips hop-by-hop headers both ways', async () => {
     h.relay.behave(() => true, {
       status: 418,
