@@ -17,7 +17,7 @@ import { createGateway } from './gateway.js';
 import { GuardedLimits } from './limits/guard.js';
 import { createLogger } from './log.js';
 import { Metrics } from './metrics.js';
-import { buildPolicy, restartOnlyChanges, type Policy } from './policy.js';
+import { applyReload, buildPolicy, type Policy } from './policy.js';
 import { MemoryStore } from './store/memory.js';
 import { RedisStore } from './store/redis.js';
 import type { Store } from './store/types.js';
@@ -56,9 +56,9 @@ export interface Sluice {
 
 export function createStore(config: Config, log: Logger): Store {
   const r = config.redis;
-  if (config.redisUrl) {
+  if (r.url) {
     return new RedisStore({
-      url: config.redisUrl,
+      url: r.url,
       keyPrefix: r.keyPrefix,
       commandTimeoutMs: r.commandTimeoutMs,
       sentinels: r.sentinels && r.sentinelName ? { addresses: r.sentinels, name: r.sentinelName } : undefined,
@@ -77,16 +77,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
   const store = opts.store ?? createStore(config, log);
   const limits = new GuardedLimits(store, metrics, () => config.limits.onStoreError);
   let policy: Policy = buildPolicy(config, limits, clock);
-  const authenticator = new Authenticator(
-    [
-      {
-        ...storeKeySource(store),
-        findByHash: (hash) => metrics.timeStore('find_key', () => storeKeySource(store).findByHash(hash)),
-      },
-    ],
-    clock,
-    opts.auth,
-  );
+  const authenticator = new Authenticator([storeKeySource(store, (fn) => metrics.timeStore('find_key', fn))], clock, opts.auth);
   const forwarder = new Forwarder({ upstream: config.upstream.url });
   const keys = new KeyService(store, clock, (hash) => authenticator.onChange({ type: 'deleted', hash }));
   let draining = false;
@@ -128,10 +119,8 @@ export function createSluice(opts: SluiceOptions): Sluice {
     ? new ConfigWatcher({
         ...opts.configFile,
         onReload: (next) => {
-          const ignored = restartOnlyChanges(config, next);
+          const { config: merged, ignored } = applyReload(config, next);
           if (ignored.length) log.warn({ settings: ignored }, 'config reload: these settings only change on restart; keeping the running values');
-          // Start-up-only settings keep their running values; everything else applies at once.
-          const merged: Config = { ...next, upstream: { ...next.upstream, url: config.upstream.url }, redisUrl: config.redisUrl, redis: config.redis, host: config.host, port: config.port, adminHost: config.adminHost, adminPort: config.adminPort, adminToken: config.adminToken };
           policy = buildPolicy(merged, limits, clock);
           config = merged;
           log.level = merged.logLevel;

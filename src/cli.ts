@@ -38,10 +38,10 @@ function fail(msg: string, code = 2): never {
 async function redisOps(): Promise<KeyOps> {
   const env = { ...process.env, SLUICE_UPSTREAM_URL: process.env.SLUICE_UPSTREAM_URL || 'http://unused.invalid' };
   const cfg = loadConfig(env);
-  if (!cfg.redisUrl) {
+  if (!cfg.redis.url) {
     fail('no SLUICE_REDIS_URL configured: the embedded store lives inside the running sluice; use --admin-url http://<host>:<admin port> with SLUICE_ADMIN_TOKEN');
   }
-  const store = new RedisStore({ url: cfg.redisUrl, commandTimeoutMs: 2000 });
+  const store = new RedisStore({ url: cfg.redis.url, commandTimeoutMs: 2000 });
   try {
     await store.waitReady(5000);
   } catch (err) {

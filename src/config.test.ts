@@ -18,7 +18,7 @@ describe('config', () => {
     expect(c.redis).toMatchObject({ keyPrefix: 'sluice:', commandTimeoutMs: 100, sentinels: null, clusterNodes: null });
     expect(c.ipLimits).toEqual(DEFAULT_IP_LIMITS);
     expect(c.trustedProxies).toEqual([]);
-    expect(c.redisUrl).toBeNull();
+    expect(c.redis.url).toBeNull();
     expect(c.upstream.credential).toBeNull();
   });
 

@@ -46,7 +46,6 @@ export interface RedisConfig {
 
 export interface Config {
   upstream: { url: URL; credential: string | null };
-  redisUrl: string | null;
   redis: RedisConfig;
   host: string;
   port: number;
@@ -325,7 +324,7 @@ export function buildConfig(file: Raw, env: NodeJS.ProcessEnv): Config {
   const sentinelNameRaw = e('SLUICE_REDIS_SENTINEL_NAME') ?? rd.sentinelName;
   const clusterRaw = e('SLUICE_REDIS_CLUSTER_NODES') ?? rd.clusterNodes;
   const redis: RedisConfig = {
-    url: null,
+    url: redisRaw === undefined ? null : redisUrl(redisRaw, e('SLUICE_REDIS_URL') ? 'SLUICE_REDIS_URL' : 'redis.url'),
     keyPrefix: rd.keyPrefix === undefined ? DEFAULTS.redisKeyPrefix : str(rd.keyPrefix, 'redis.keyPrefix'),
     commandTimeoutMs: rd.commandTimeoutMs === undefined ? DEFAULTS.redisCommandTimeoutMs : int(rd.commandTimeoutMs, 'redis.commandTimeoutMs', 5, 60_000),
     sentinels: sentinelsRaw === undefined ? null : hostPorts(sentinelsRaw, 'redis.sentinels'),
@@ -346,7 +345,6 @@ export function buildConfig(file: Raw, env: NodeJS.ProcessEnv): Config {
       url: httpUrl(upstreamRaw, upstreamKey),
       credential: credRaw === undefined ? null : str(credRaw, 'upstream.credential'),
     },
-    redisUrl: redisRaw === undefined ? null : redisUrl(redisRaw, e('SLUICE_REDIS_URL') ? 'SLUICE_REDIS_URL' : 'redis.url'),
     redis,
     host: str(e('SLUICE_HOST') ?? file.host ?? DEFAULTS.host, 'host'),
     port: int(e('SLUICE_PORT') ?? file.port ?? DEFAULTS.port, e('SLUICE_PORT') ? 'SLUICE_PORT' : 'port', 0, 65535),
@@ -361,7 +359,6 @@ export function buildConfig(file: Raw, env: NodeJS.ProcessEnv): Config {
     drainSeconds: int(e('SLUICE_DRAIN_SECONDS') ?? file.drainSeconds ?? DEFAULTS.drainSeconds, e('SLUICE_DRAIN_SECONDS') ? 'SLUICE_DRAIN_SECONDS' : 'drainSeconds', 0, 3600),
     limits: { onStoreError },
   };
-  cfg.redis.url = cfg.redisUrl;
   if (cfg.adminToken !== null && cfg.adminToken.length < 16) {
     throw new ConfigError('SLUICE_ADMIN_TOKEN must be at least 16 characters long');
   }
@@ -380,7 +377,6 @@ export function publicConfig(cfg: Config): Record<string, unknown> {
   return {
     ...cfg,
     upstream: { url: cfg.upstream.url.href, credential: cfg.upstream.credential ? '[set]' : null },
-    redisUrl: cfg.redisUrl ? redactUrl(cfg.redisUrl) : null,
     redis: { ...cfg.redis, url: cfg.redis.url ? redactUrl(cfg.redis.url) : null },
     adminToken: cfg.adminToken ? '[set]' : null,
   };

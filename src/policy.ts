@@ -26,12 +26,24 @@ export function buildPolicy(config: Config, limits: LimitStore, clock: Clock): P
   };
 }
 
-/** Settings that only take effect at start-up; a reload that changes them is logged, not applied. */
-export function restartOnlyChanges(a: Config, b: Config): string[] {
-  const out: string[] = [];
-  if (a.upstream.url.href !== b.upstream.url.href) out.push('upstream.url');
-  if (a.redisUrl !== b.redisUrl || JSON.stringify(a.redis) !== JSON.stringify(b.redis)) out.push('redis');
-  if (a.host !== b.host || a.port !== b.port) out.push('host/port');
-  if (a.adminHost !== b.adminHost || a.adminPort !== b.adminPort) out.push('adminHost/adminPort');
-  return out;
+/**
+ * Settings that only take effect at start-up (listeners, the relay URL, the
+ * Redis connection, the admin token): a reload keeps their running values and
+ * names the ones it ignored; everything else comes from the new file.
+ */
+export function applyReload(running: Config, next: Config): { config: Config; ignored: string[] } {
+  const startupOnly = {
+    'upstream.url': [running.upstream.url.href, next.upstream.url.href],
+    redis: [JSON.stringify(running.redis), JSON.stringify(next.redis)],
+    'host/port': [`${running.host}:${running.port}`, `${next.host}:${next.port}`],
+    'adminHost/adminPort': [`${running.adminHost}:${running.adminPort}`, `${next.adminHost}:${next.adminPort}`],
+  };
+  const ignored = Object.entries(startupOnly)
+    .filter(([, [a, b]]) => a !== b)
+    .map(([k]) => k);
+  const { redis, host, port, adminHost, adminPort, adminToken } = running;
+  return {
+    config: { ...next, upstream: { ...next.upstream, url: running.upstream.url }, redis, host, port, adminHost, adminPort, adminToken },
+    ignored,
+  };
 }

@@ -69,7 +69,7 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
     store = rs;
   } else if (opts.store === 'redis') {
     const rs = new RedisStore({
-      url: config.redisUrl!,
+      url: config.redis.url!,
       keyPrefix: opts.prefix ?? uniquePrefix('h'),
       commandTimeoutMs: opts.redisCommandTimeoutMs ?? 2000,
     });
