@@ -52,6 +52,8 @@ export class Authenticator {
   private readonly maxEntries: number;
   /** Bumped on every flush so that a lookup started before it cannot re-fill the cache with old news. */
   private generation = 0;
+  /** The last change heard for a hash while a lookup of that hash was under way. */
+  private readonly racing = new Map<string, 'created' | 'deleted' | null>();
 
   constructor(
     private readonly sources: readonly KeySource[],
@@ -66,28 +68,36 @@ export class Authenticator {
   }
 
   onChange(c: KeyChange): void {
-    this.generation++;
-    if (c.type === 'flush') this.cache.clear();
-    else this.cache.delete(c.hash);
+    if (c.type === 'flush') {
+      this.generation++;
+      this.cache.clear();
+      return;
+    }
+    this.cache.delete(c.hash);
+    if (this.racing.has(c.hash)) this.racing.set(c.hash, c.type);
+  }
+
+  /** A cache entry still young enough to trust without asking a source. */
+  private fresh(hash: string, now: number): Entry | undefined {
+    const hit = this.cache.get(hash);
+    return hit && now - hit.at < (hit.identity ? this.positiveTtl : this.negativeTtl) ? hit : undefined;
   }
 
   /**
    * The answer from the cache alone, without a promise, when every presented
-   * key is cached and fresh; null when the source must be asked.
+   * key is cached and fresh; null when a source must be asked.
    */
   cached(presented: readonly string[]): AuthResult | null {
-    if (presented.length === 0) return { ok: false, reason: 'missing' };
     const now = this.clock.now();
-    let first: { identity: KeyIdentity; key: string } | null = null;
+    const identities: KeyIdentity[] = [];
     for (const key of presented) {
-      if (key === '' || key === 'sk-') return { ok: false, reason: 'invalid' };
-      const hit = this.cache.get(hashKey(key));
-      if (!hit || now - hit.at >= (hit.identity ? this.positiveTtl : this.negativeTtl)) return null;
-      if (!hit.identity) return { ok: false, reason: 'invalid' };
-      if (!first) first = { identity: hit.identity, key };
-      else if (first.identity.user !== hit.identity.user) return { ok: false, reason: 'conflict' };
+      if (!plausible(key)) break;
+      const hit = this.fresh(hashKey(key), now);
+      if (!hit) return null;
+      if (!hit.identity) break; // known unknown: 401 whatever the other keys are
+      identities.push(hit.identity);
     }
-    return { ok: true, identity: first!.identity, key: first!.key };
+    return judge(presented, identities);
   }
 
   /**
@@ -95,30 +105,27 @@ export class Authenticator {
    * a wrong key beside a valid one fails.
    */
   async authenticate(presented: readonly string[]): Promise<AuthResult> {
-    if (presented.length === 0) return { ok: false, reason: 'missing' };
-    let first: { identity: KeyIdentity; key: string } | null = null;
+    const identities: KeyIdentity[] = [];
     for (const key of presented) {
-      if (key === '' || key === 'sk-') return { ok: false, reason: 'invalid' };
+      if (!plausible(key)) break;
       let identity: KeyIdentity | null;
       try {
         identity = await this.lookup(hashKey(key));
       } catch (error) {
         return { ok: false, reason: 'unavailable', error };
       }
-      if (!identity) return { ok: false, reason: 'invalid' };
-      if (!first) first = { identity, key };
-      else if (first.identity.user !== identity.user) return { ok: false, reason: 'conflict' };
+      if (!identity) break;
+      identities.push(identity);
     }
-    return { ok: true, identity: first!.identity, key: first!.key };
+    return judge(presented, identities);
   }
 
   private async lookup(hash: string): Promise<KeyIdentity | null> {
-    const now = this.clock.now();
-    const hit = this.cache.get(hash);
-    if (hit && now - hit.at < (hit.identity ? this.positiveTtl : this.negativeTtl)) return hit.identity;
+    const hit = this.fresh(hash, this.clock.now());
+    if (hit) return hit.identity;
     let p = this.inflight.get(hash);
     if (!p) {
-      p = this.fetch(hash, hit);
+      p = this.fetch(hash, this.cache.get(hash));
       this.inflight.set(hash, p);
       p.then(
         () => this.inflight.delete(hash),
@@ -130,6 +137,15 @@ export class Authenticator {
 
   private async fetch(hash: string, previous: Entry | undefined): Promise<KeyIdentity | null> {
     const gen = this.generation;
+    this.racing.set(hash, null);
+    try {
+      return await this.ask(hash, previous, gen);
+    } finally {
+      this.racing.delete(hash);
+    }
+  }
+
+  private async ask(hash: string, previous: Entry | undefined, gen: number): Promise<KeyIdentity | null> {
     let lastError: unknown = null;
     for (const source of this.sources) {
       let found: KeyIdentity | null;
@@ -154,8 +170,11 @@ export class Authenticator {
   }
 
   private remember(hash: string, identity: KeyIdentity | null, gen: number): void {
-    // A change arrived while we were asking; our answer may predate it, so use it once and keep nothing.
+    // A change arrived while we were asking and our answer may predate it: use it once, keep nothing.
+    // Only a change that contradicts the answer counts (a creation cannot make a found key wrong).
     if (gen !== this.generation) return;
+    const raced = this.racing.get(hash);
+    if ((raced === 'deleted' && identity) || (raced === 'created' && !identity)) return;
     if (this.cache.size >= this.maxEntries) {
       // Maps iterate in insertion order: drop the oldest tenth.
       let n = Math.ceil(this.maxEntries / 10);
@@ -167,22 +186,38 @@ export class Authenticator {
     this.cache.delete(hash);
     this.cache.set(hash, { identity, at: this.clock.now() });
   }
+}
 
-  /** Forgets everything (tests, reloads). */
-  clear(): void {
-    this.onChange({ type: 'flush' });
-  }
+/** An empty header value or a bare `sk-` can never be a key: no lookup for it. */
+function plausible(key: string): boolean {
+  return key !== '' && key !== 'sk-';
+}
+
+/**
+ * The verdict over every presented key, given the identities found so far in
+ * order; fewer than presented means a key was implausible or unknown.
+ */
+function judge(presented: readonly string[], identities: readonly KeyIdentity[]): AuthResult {
+  if (presented.length === 0) return { ok: false, reason: 'missing' };
+  if (identities.length < presented.length) return { ok: false, reason: 'invalid' };
+  const first = identities[0]!;
+  for (const id of identities) if (id.user !== first.user) return { ok: false, reason: 'conflict' };
+  return { ok: true, identity: first, key: presented[0]! };
 }
 
 /** sluice's own key registry, as a key source. */
-export function storeKeySource(store: {
-  findKeyByHash(hash: string): Promise<KeyRecord | null>;
-  onKeyChange(l: (c: KeyChange) => void): void;
-}): KeySource {
+export function storeKeySource(
+  store: {
+    findKeyByHash(hash: string): Promise<KeyRecord | null>;
+    onKeyChange(l: (c: KeyChange) => void): void;
+  },
+  /** Wraps each store call (latency and error metrics). */
+  timed: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
+): KeySource {
   return {
     name: 'sluice',
     findByHash: async (hash) => {
-      const r = await store.findKeyByHash(hash);
+      const r = await timed(() => store.findKeyByHash(hash));
       return r ? { id: r.id, user: r.user, hash: r.hash } : null;
     },
     onChange: (l) => store.onKeyChange(l),

@@ -42,7 +42,3 @@ export function validImportedKey(raw: string): string | null {
   return null;
 }
 
-/** A short, non-reversible tag for logs: enough to correlate, useless to an attacker. */
-export function keyFingerprint(hash: string): string {
-  return hash.slice(0, 8);
-}
