@@ -48,7 +48,6 @@ export const Errors = Object.freeze({
   UPSTREAM_UNREACHABLE: spec(502, 'upstream_unreachable', 'The upstream relay could not be reached or failed before answering.'),
   STORE_UNAVAILABLE: spec(503, 'store_unavailable', 'The gateway cannot reach its key and limit store right now; retry shortly.'),
   INTERNAL: spec(500, 'internal_error', 'The gateway failed to handle this request.'),
-  SHUTTING_DOWN: spec(503, 'shutting_down', 'The gateway is shutting down; retry on another instance.'),
 } as const);
 
 export type ErrorName = keyof typeof Errors;

@@ -33,7 +33,7 @@ export interface GatewayDeps {
   draining: () => boolean;
 }
 
-export type Decision =
+export type Outcome =
   | 'admitted'
   | 'unauthorized'
   | 'ip_limited'
@@ -60,7 +60,7 @@ interface Trace {
   model?: string | null;
   freeTier?: boolean;
   shadow?: string;
-  decision?: Decision;
+  decision?: Outcome;
   status?: number;
   decidedMs?: number;
   upstreamMs?: number | null;
@@ -79,7 +79,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     metrics.observeDecision(t.family, t.decidedMs / 1000);
   }
 
-  function reject(res: ServerResponse, t: Trace, decision: Decision, err: ErrorSpec, opts: SendErrorOptions = {}): void {
+  function reject(res: ServerResponse, t: Trace, decision: Outcome, err: ErrorSpec, opts: SendErrorOptions = {}): void {
     decided(t);
     t.decision = decision;
     t.status = err.status;

@@ -87,29 +87,25 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  // prom-client hashes the label object on every call; the hot path uses cached children instead.
-  private readonly requestChildren = new Map<string, { inc(): void }>();
-  private readonly decisionChildren = new Map<string, { observe(v: number): void }>();
-  private readonly relayChildren = new Map<string, { observe(v: number): void }>();
-  private readonly storeChildren = new Map<string, { observe(v: number): void }>();
+  // prom-client hashes the label object on every call; the hot path resolves each label set once.
+  private readonly countRequestChild = childCache((k: string) => {
+    const [family, outcome] = k.split(' ') as [string, string];
+    return this.requests.labels({ family, outcome });
+  });
+  private readonly decisionChild = childCache((family: string) => this.decisionSeconds.labels({ family }));
+  private readonly relayChild = childCache((family: string) => this.relaySeconds.labels({ family }));
+  private readonly storeChild = childCache((op: string) => this.storeSeconds.labels({ op }));
 
   countRequest(family: RouteFamily, outcome: string): void {
-    const k = family + ' ' + outcome;
-    let c = this.requestChildren.get(k);
-    if (!c) this.requestChildren.set(k, (c = this.requests.labels({ family, outcome })));
-    c.inc();
+    this.countRequestChild(`${family} ${outcome}`).inc();
   }
 
   observeDecision(family: RouteFamily, seconds: number): void {
-    let c = this.decisionChildren.get(family);
-    if (!c) this.decisionChildren.set(family, (c = this.decisionSeconds.labels({ family })));
-    c.observe(seconds);
+    this.decisionChild(family).observe(seconds);
   }
 
   observeRelay(family: RouteFamily, seconds: number): void {
-    let c = this.relayChildren.get(family);
-    if (!c) this.relayChildren.set(family, (c = this.relaySeconds.labels({ family })));
-    c.observe(seconds);
+    this.relayChild(family).observe(seconds);
   }
 
   constructor(opts: { processMetrics?: boolean } = {}) {
@@ -119,8 +115,7 @@ export class Metrics {
   /** Times a store call and counts its failure. */
   async timeStore<T>(op: string, fn: () => Promise<T>): Promise<T> {
     const start = performance.now();
-    let c = this.storeChildren.get(op);
-    if (!c) this.storeChildren.set(op, (c = this.storeSeconds.labels({ op })));
+    const c = this.storeChild(op);
     try {
       return await fn();
     } catch (err) {
@@ -130,4 +125,14 @@ export class Metrics {
       c.observe((performance.now() - start) / 1000);
     }
   }
+}
+
+/** Memoises `make(key)`: one labelled child per label set. */
+function childCache<T>(make: (key: string) => T): (key: string) => T {
+  const children = new Map<string, T>();
+  return (key) => {
+    let c = children.get(key);
+    if (c === undefined) children.set(key, (c = make(key)));
+    return c;
+  };
 }

@@ -7,7 +7,7 @@ import type { Clock } from '../clock.js';
 import type { FreeTierConfig } from '../config.js';
 import type { LimitCheck, LimitState } from '../store/types.js';
 import type { LimitStore } from './guard.js';
-import { DayClock } from './day.js';
+import { DayClock, type Day } from './day.js';
 import { nextMember } from './member.js';
 
 interface Usage {
@@ -34,6 +34,8 @@ export function retryAfterSeconds(ms: number): number {
 export class FreeTierLimiter {
   private readonly days: DayClock;
   private readonly models: ReadonlySet<string> | null;
+  private policyFor: Day | null = null;
+  private policy = '';
 
   constructor(
     readonly config: FreeTierConfig,
@@ -77,9 +79,13 @@ export class FreeTierLimiter {
   rateLimitFields(v: FreeTierVerdict): { policy: string; state: string } {
     const c = this.config;
     const day = this.days.dayAt(this.clock.now());
-    const daySeconds = Math.round((day.endsAt - day.startsAt) / 1000);
+    // The policy only changes with the length of the day (DST zones): built once per day.
+    if (this.policyFor !== day) {
+      this.policyFor = day;
+      this.policy = `"free-window";q=${c.perMinute};w=${c.windowSeconds}, "free-day";q=${c.perDay};w=${Math.round((day.endsAt - day.startsAt) / 1000)}`;
+    }
     return {
-      policy: `"free-window";q=${c.perMinute};w=${c.windowSeconds}, "free-day";q=${c.perDay};w=${daySeconds}`,
+      policy: this.policy,
       state: `"free-window";r=${Math.max(0, c.perMinute - v.windowUsed)};t=${v.windowResetSeconds}, "free-day";r=${Math.max(0, c.perDay - v.dayUsed)};t=${v.dayResetSeconds}`,
     };
   }

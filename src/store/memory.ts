@@ -58,12 +58,12 @@ export class MemoryStore implements Store {
   }
 
   async consume(checks: readonly LimitCheck[], nowMs: number, _member: string): Promise<Decision> {
-    this.sweep(nowMs);
     return this.consumeSync(checks, nowMs);
   }
 
-  /** Synchronous core, also used by the Redis store's in-memory fallback. */
+  /** Synchronous core, also used for the per-replica fallback during a Redis outage. */
   consumeSync(checks: readonly LimitCheck[], nowMs: number): Decision {
+    this.sweep(nowMs);
     const used: number[] = [];
     for (let i = 0; i < checks.length; i++) {
       const c = checks[i]!;
