@@ -126,7 +126,9 @@ describe('metrics, logs and rate-limit fields', () => {
     expect(metricValue(text, 'sluice_decision_seconds_count', { family: 'chat' })).toBe(1);
     expect(metricValue(text, 'sluice_relay_seconds_count', { family: 'chat' })).toBe(1);
     expect(metricValue(text, 'sluice_store_seconds_count', { op: 'consume' })).toBeGreaterThanOrEqual(1);
-    expect(text).toContain('sluice_store_errors_total');
+    // A healthy Redis: every decision was taken by the store, none degraded.
+    expect(metricValue(text, 'sluice_store_errors_total', { op: 'consume' })).toBe(0);
+    expect(metricValue(text, 'sluice_degraded_decisions_total', { limit: 'free_tier' })).toBe(0);
   });
 
   it('logs one JSON line per request with the decision, and never the key', async () => {

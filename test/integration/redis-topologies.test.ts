@@ -21,6 +21,7 @@ async function until(pred: () => Promise<boolean>, timeoutMs: number, what: stri
 }
 
 async function exercise(h: Harness): Promise<void> {
+  const degraded = () => h.sluice.metrics.degradedDecisions.get().then((m) => m.values.reduce((n, v) => n + v.value, 0));
   const { key, id } = await h.createKey(`topo-${Date.now()}`);
   const statuses: number[] = [];
   for (let i = 0; i < 22; i++) {
@@ -35,6 +36,8 @@ async function exercise(h: Harness): Promise<void> {
   expect(ip[20]).toBe(429);
   const del = await fetch(`${h.adminUrl}/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: 'Bearer test-admin-token-0123456789' } });
   expect(del.status).toBe(204);
+  // Every decision above was Redis's own: none fell back to per-replica counting.
+  expect(await degraded()).toBe(0);
   expect((await request(h.url, 'GET', '/v1/models', { headers: { authorization: `Bearer ${key}` } })).status).toBe(401);
 }
 
@@ -102,15 +105,17 @@ describe('Redis Cluster', () => {
     const cli = findOnPath('redis-cli');
     if (!cli) throw new Error('redis-cli is required for the Cluster test (Debian package redis-tools)');
     await run(cli, ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes']);
-    await until(async () => {
-      const c = new Redis(nodes[0]!.url, { maxRetriesPerRequest: 0 });
+    // Every node must know the slot map, not just the one the cluster was created from.
+    const stateOk = async (url: string): Promise<boolean> => {
+      const c = new Redis(url, { maxRetriesPerRequest: 0 });
       c.on('error', () => {});
       try {
         return ((await c.cluster('INFO')) as string).includes('cluster_state:ok');
       } finally {
         c.disconnect();
       }
-    }, 15_000, 'cluster_state:ok');
+    };
+    await until(async () => (await Promise.all(nodes.map((n) => stateOk(n.url)))).every(Boolean), 15_000, 'cluster_state:ok on every node');
     h = await startHarness({
       store: 'redis',
       storeFromConfig: true,
