@@ -11,11 +11,9 @@ export type BodyResult =
   /** The client went away or sent a broken body; there is nobody to answer. */
   | { ok: false; reason: 'aborted' };
 
+/** A declared body, even an empty one, is read and re-sent with its exact length. */
 export function hasBody(req: IncomingMessage): boolean {
-  const te = req.headers['transfer-encoding'];
-  if (te !== undefined) return true;
-  const cl = req.headers['content-length'];
-  return cl !== undefined && cl !== '0';
+  return req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;
 }
 
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyResult> {

@@ -205,8 +205,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     prepareRequestHeaders(req.headers, {
       authorization: `Bearer ${p.config.upstream.credential ?? 'sk-' + keyBody(auth.key)}`,
       clientIp: t.ip,
-      // An explicit empty body stays `content-length: 0` rather than becoming chunked.
-      bodyLength: body !== null ? body.length : req.headers['content-length'] === '0' ? 0 : null,
+      bodyLength: body === null ? null : body.length,
     });
     req.url = target.forwardUrl;
     let streaming = false;
