@@ -16,7 +16,7 @@ import { Forwarder } from './forward/proxy.js';
 import { createGateway } from './gateway.js';
 import { GuardedLimits } from './limits/guard.js';
 import { createLogger } from './log.js';
-import { Metrics } from './metrics.js';
+import { Metrics } from './metrics/index.js';
 import { applyReload, buildPolicy, type Policy } from './policy.js';
 import { MemoryStore } from './store/memory.js';
 import { RedisStore } from './store/redis.js';
@@ -180,7 +180,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
       clearInterval(idleSweep);
       let forced = 0;
       if (!done) {
-        forced = Math.round((await metrics.inflight.get()).values[0]?.value ?? 0);
+        forced = metrics.inflight.value;
         log.warn({ forced }, 'drain deadline passed; closing the remaining connections');
         publicServer.closeAllConnections();
       }

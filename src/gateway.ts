@@ -15,7 +15,7 @@ import type { Clock } from './clock.js';
 import { Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './errors.js';
 import { prepareRequestHeaders } from './forward/headers.js';
 import type { ForwardResult, Forwarder } from './forward/proxy.js';
-import { routeFamily, type Metrics, type RouteFamily } from './metrics.js';
+import { routeFamily, type Metrics, type RouteFamily } from './metrics/index.js';
 import { requestedModel } from './model/index.js';
 import type { Policy } from './policy.js';
 import { newRequestId } from './request-id.js';
@@ -65,6 +65,11 @@ interface Trace {
   decidedMs?: number;
   upstreamMs?: number | null;
   logged?: boolean;
+}
+
+const TRACE = Symbol('sluice.trace');
+interface Traced {
+  [TRACE]?: Trace;
 }
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -243,6 +248,17 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     });
   }
 
+  // One listener function for every response (not a closure per request); it finds its trace on the response.
+  function onResponseClose(this: ServerResponse & Traced): void {
+    const t = this[TRACE]!;
+    metrics.inflight.dec();
+    // A client that left before any answer still gets its line.
+    if (!t.logged && t.decision === undefined && !this.writableFinished) {
+      t.decision = 'client_aborted';
+      done(t);
+    }
+  }
+
   return (req, res) => {
     const t: Trace = {
       id: newRequestId(d.clock.now()),
@@ -253,14 +269,8 @@ export function createGateway(d: GatewayDeps): RequestHandler {
       ip: '',
     };
     metrics.inflight.inc();
-    res.once('close', () => {
-      metrics.inflight.dec();
-      // A client that left before any answer still gets its line.
-      if (!t.logged && t.decision === undefined && !res.writableFinished) {
-        t.decision = 'client_aborted';
-        done(t);
-      }
-    });
+    (res as ServerResponse & Traced)[TRACE] = t;
+    res.on('close', onResponseClose);
     if (d.draining()) res.setHeader('connection', 'close');
     handle(req, res, t).catch((err: unknown) => {
       if (err instanceof StoreUnavailableError) {

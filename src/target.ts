@@ -16,7 +16,7 @@ export function parseTarget(rawUrl: string | undefined): Target | null {
   const url = rawUrl ?? '/';
   if (url.charCodeAt(0) !== 0x2f /* / */) return null; // absolute-form or '*': not for a sidecar
   const q = url.indexOf('?');
-  const rawPath = (q === -1 ? url : url.slice(0, q)).replace(/\/{2,}/g, '/');
+  const rawPath = collapseSlashes(q === -1 ? url : url.slice(0, q));
   let query = q === -1 ? '' : url.slice(q);
   let path: string;
   try {
@@ -24,9 +24,13 @@ export function parseTarget(rawUrl: string | undefined): Target | null {
   } catch {
     return null;
   }
-  path = path.replace(/\/{2,}/g, '/');
+  if (path !== rawPath) path = collapseSlashes(path);
   if (query && path.startsWith('/v1beta/')) query = withoutQueryKey(query);
   return { path, forwardUrl: rawPath + query };
+}
+
+function collapseSlashes(p: string): string {
+  return p.includes('//') ? p.replace(/\/{2,}/g, '/') : p;
 }
 
 /**

@@ -1,11 +1,12 @@
 /**
- * Before/after for src/forward: builds a copy of bench/.build whose src/forward comes from another
- * directory (default: the pre-optimisation copy saved at BEFORE_DIR), then alternates bare
+ * Before/after for hot-path work: builds a copy of bench/.build whose src/ comes from a git ref
+ * (default HEAD, i.e. the working tree against the last commit), then alternates bare
  * http-proxy, sluice "before" and sluice "after" (paid path, Redis store) for N rounds.
- *   BEFORE_DIR=/path/to/old/src/forward npx tsx bench/tools/before-after.ts [rounds] [seconds]
+ *   [BEFORE_REF=HEAD~2] [AB_PATH=/v1/chat/completions] [AB_MODEL=gpt-4o-mini] npx tsx bench/tools/before-after.ts [rounds] [seconds]
  */
-import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import ts from 'typescript';
 import { spawnRedis } from '../../test/support/redis.js';
 import { BENCH_DIR, BUILD_DIR, compile, measureWhile, startNodeServer, type Server } from '../lib/proc.js';
@@ -13,19 +14,22 @@ import { wrk } from '../lib/wrk.js';
 
 const rounds = Number(process.argv[2] ?? 4);
 const seconds = Number(process.argv[3] ?? 4);
-const beforeDir = process.env.BEFORE_DIR;
-if (!beforeDir) throw new Error('set BEFORE_DIR to the directory holding the old src/forward/*.ts');
-const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
+const ref = process.env.BEFORE_REF ?? 'HEAD';
+const body = JSON.stringify({ model: process.env.AB_MODEL ?? 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
 
 await compile();
 const oldBuild = join(BENCH_DIR, '.build-before');
 rmSync(oldBuild, { recursive: true, force: true });
 cpSync(BUILD_DIR, oldBuild, { recursive: true });
-for (const f of readdirSync(beforeDir).filter((n) => n.endsWith('.ts'))) {
-  const out = ts.transpileModule(readFileSync(join(beforeDir, f), 'utf8'), {
+rmSync(join(oldBuild, 'src'), { recursive: true, force: true });
+const git = (...args: string[]): string => execFileSync('git', args, { encoding: 'utf8', maxBuffer: 64 << 20 });
+for (const f of git('ls-tree', '-r', '--name-only', ref, 'src').split('\n').filter((n) => n.endsWith('.ts') && !n.endsWith('.test.ts'))) {
+  const out = ts.transpileModule(git('show', `${ref}:${f}`), {
     compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
   });
-  writeFileSync(join(oldBuild, 'src', 'forward', f.replace(/\.ts$/, '.js')), out.outputText);
+  const dest = join(oldBuild, f.replace(/\.ts$/, '.js'));
+  mkdirSync(dirname(dest), { recursive: true });
+  writeFileSync(dest, out.outputText);
 }
 const redis = await spawnRedis();
 const servers: Server[] = [];
@@ -43,7 +47,7 @@ try {
   await add('sluice-before', 'sluice.ts', join(oldBuild, 'bench', 'servers', 'sluice.js'));
   await add('sluice-after', 'sluice.ts');
   const go = (v: { s: Server }, secs: number) =>
-    wrk({ url: `http://127.0.0.1:${v.s.info.port as number}/v1/chat/completions`, connections: 32, seconds: secs, body, keys: (v.s.info.keys as string[] | undefined) ?? ['sk-x'] });
+    wrk({ url: `http://127.0.0.1:${v.s.info.port as number}${process.env.AB_PATH ?? '/v1/chat/completions'}`, connections: 32, seconds: secs, body, keys: (v.s.info.keys as string[] | undefined) ?? ['sk-x'] });
   for (const v of vs) await go(v, 2);
   const acc = new Map<string, Array<{ rps: number; us: number }>>();
   for (let r = 0; r < rounds; r++) {

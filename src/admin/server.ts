@@ -10,7 +10,7 @@ import type { KeyService } from './keys.js';
 import { KeyServiceError } from './keys.js';
 import { StoreUnavailableError } from '../errors.js';
 import type { FreeTierLimiter } from '../limits/free-tier.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../metrics/index.js';
 
 export interface AdminDeps {
   log: Logger;

@@ -6,7 +6,7 @@
  * answers 503. Either way nothing waits longer than the store's command bound.
  */
 import { StoreUnavailableError } from '../errors.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';
 import type { Decision, LimitCheck, LimitState, Store } from '../store/types.js';
 

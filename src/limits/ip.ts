@@ -11,24 +11,26 @@ import { nextMember } from './member.js';
 
 export type IpVerdict = { admitted: true } | { admitted: false; retryAfterSeconds: number };
 
-export function matchIpRule(rules: readonly IpLimitRule[], path: string): IpLimitRule | null {
-  for (const r of rules) {
-    for (const p of r.paths) {
-      if (p.endsWith('*') ? path.startsWith(p.slice(0, -1)) : path === p) return r;
+/** Rules in order, each path pattern an exact path or a `prefix*`, resolved once rather than per request. */
+export function compileIpRules(rules: readonly IpLimitRule[]): (path: string) => IpLimitRule | null {
+  const patterns = rules.flatMap((rule) => rule.paths.map((p) => (p.endsWith('*') ? { rule, prefix: p.slice(0, -1), exact: null } : { rule, prefix: null, exact: p })));
+  return (path) => {
+    for (const p of patterns) {
+      if (p.exact === null ? path.startsWith(p.prefix) : path === p.exact) return p.rule;
     }
-  }
-  return null;
+    return null;
+  };
 }
 
 export class IpLimiter {
+  readonly match: (path: string) => IpLimitRule | null;
+
   constructor(
     readonly rules: readonly IpLimitRule[],
     private readonly store: LimitStore,
     private readonly clock: Clock,
-  ) {}
-
-  match(path: string): IpLimitRule | null {
-    return matchIpRule(this.rules, path);
+  ) {
+    this.match = compileIpRules(rules);
   }
 
   async admit(rule: IpLimitRule, ip: string): Promise<IpVerdict> {

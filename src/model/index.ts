@@ -21,16 +21,21 @@ export function requestedModel(method: string, path: string, headers: IncomingHt
   const fromPath = modelFromPath(path);
   if (fromPath !== undefined) return { ok: true, model: fromPath };
   if (method !== 'POST' || !path.startsWith('/v1/') || body === null || body.length === 0) return NONE;
-  const decoded = decodeBody(body, headers['content-encoding'], maxBytes);
-  if (!decoded.ok) return { ok: false, status: decoded.status, reason: decoded.reason };
-  const scan = scanModel(decoded.body);
+  let json = body;
+  const encoding = headers['content-encoding'];
+  if (encoding !== undefined) {
+    const decoded = decodeBody(body, encoding, maxBytes);
+    if (!decoded.ok) return { ok: false, status: decoded.status, reason: decoded.reason };
+    json = decoded.body;
+  }
+  const scan = scanModel(json);
   switch (scan.kind) {
     case 'found':
       return { ok: true, model: scan.model };
     case 'absent':
       return NONE;
     case 'not-object':
-      return formModel(headers['content-type'], decoded.body);
+      return formModel(headers['content-type'], json);
     case 'invalid':
       return { ok: false, status: 400, reason: `request body is not valid JSON (${scan.reason})` };
   }

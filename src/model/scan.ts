@@ -262,6 +262,12 @@ function skipNumber(buf: Buffer, pos: number): number {
 
 function isModelKey(buf: Buffer, start: number, end: number): boolean {
   const rawLength = end - start;
+  if (rawLength === MODEL.length) {
+    // Five raw bytes cannot hold an escape that decodes to five characters: compare the bytes.
+    // (| 0x20 folds ASCII case; no byte other than a letter's two cases folds onto m, o, d, e or l.)
+    for (let i = 0; i < MODEL.length; i++) if ((buf[start + i]! | 0x20) !== MODEL.charCodeAt(i)) return false;
+    return true;
+  }
   if (rawLength < MODEL.length || rawLength > MODEL_KEY_MAX_RAW) return false;
   const first = buf[start];
   if (first !== 0x6d && first !== 0x4d && first !== BACKSLASH) return false;

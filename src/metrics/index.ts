@@ -1,0 +1,107 @@
+/**
+ * Prometheus metrics, one registry per sluice instance so that several instances in one process
+ * (tests) do not mix their figures. sluice's own instruments are in instruments.ts; prom-client
+ * supplies the registry, the text format and the process metrics.
+ */
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram } from './instruments.js';
+
+/** Route families: a bounded label set derived from the path. */
+export type RouteFamily = 'chat' | 'responses' | 'messages' | 'gemini' | 'models' | 'usage_query' | 'api' | 'dashboard' | 'v1_other' | 'other';
+
+export function routeFamily(path: string): RouteFamily {
+  if (path.startsWith('/v1/chat/completions')) return 'chat';
+  if (path.startsWith('/v1/responses')) return 'responses';
+  if (path.startsWith('/v1/messages')) return 'messages';
+  if (path.startsWith('/v1beta/')) return 'gemini';
+  if (path === '/v1/models' || path.startsWith('/v1/models/')) return 'models';
+  if (path === '/api/log/token' || path === '/api/usage/token/') return 'usage_query';
+  if (path.startsWith('/api/')) return 'api';
+  if (path.startsWith('/v1/dashboard/')) return 'dashboard';
+  if (path.startsWith('/v1/')) return 'v1_other';
+  return 'other';
+}
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const FAST_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests = this.add(
+    new Counter(
+      'sluice_requests_total',
+      'Requests by route family and outcome (admitted, unauthorized, free_tier_minute, free_tier_day, free_tier_upstream, ip_limited, too_large, upstream_error, store_unavailable, ...)',
+      ['family', 'outcome'],
+    ),
+  );
+  readonly decisionSeconds = this.add(
+    new Histogram('sluice_decision_seconds', 'Time from request arrival to the admit/reject decision (body read, auth, limits)', ['family'], FAST_BUCKETS),
+  );
+  readonly relaySeconds = this.add(new Histogram('sluice_relay_seconds', 'Time from forwarding to the relay response headers', ['family'], LATENCY_BUCKETS));
+  readonly storeSeconds = this.add(new Histogram('sluice_store_seconds', 'Store (Redis) command latency by operation', ['op'], FAST_BUCKETS));
+  readonly storeErrors = this.add(new Counter('sluice_store_errors_total', 'Store (Redis) commands that failed or timed out, by operation', ['op']));
+  readonly degradedDecisions = this.add(
+    new Counter('sluice_degraded_decisions_total', 'Limit decisions taken without the store (limits.onStoreError=open: counted in this replica only)', ['limit']),
+  );
+  readonly shadowRejections = this.add(
+    new Counter('sluice_shadow_rejections_total', 'Calls a limit in shadow mode would have rejected (admitted anyway)', ['limit', 'reason']),
+  );
+  readonly configReloads = this.add(new Counter('sluice_config_reloads_total', 'Config file reloads by result (success, failure)', ['result']));
+  readonly openStreams = this.add(new Gauge('sluice_open_streams', 'Event streams (text/event-stream responses) currently open'));
+  readonly inflight = this.add(new Gauge('sluice_inflight_requests', 'Requests currently being handled'));
+
+  // Label sets recur on every request: each is resolved to its cell once.
+  private readonly requestCells = memo((k: string) => {
+    const [family, outcome] = k.split(' ') as [string, string];
+    return this.requests.cell({ family, outcome });
+  });
+  private readonly decisionCells = memo((family: string) => this.decisionSeconds.cell({ family }));
+  private readonly relayCells = memo((family: string) => this.relaySeconds.cell({ family }));
+  private readonly storeCells = memo((op: string) => this.storeSeconds.cell({ op }));
+
+  constructor(opts: { processMetrics?: boolean } = {}) {
+    if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'sluice_' });
+  }
+
+  private add<M extends Counter<string> | Gauge | Histogram<string>>(m: M): M {
+    // The Registry only calls `get()` (and reads `name`) on what it holds; see instruments.ts.
+    this.registry.registerMetric(m as unknown as Parameters<Registry['registerMetric']>[0]);
+    return m;
+  }
+
+  countRequest(family: RouteFamily, outcome: string): void {
+    this.requestCells(`${family} ${outcome}`).value++;
+  }
+
+  observeDecision(family: RouteFamily, seconds: number): void {
+    this.decisionCells(family).observe(seconds);
+  }
+
+  observeRelay(family: RouteFamily, seconds: number): void {
+    this.relayCells(family).observe(seconds);
+  }
+
+  /** Times a store call and counts its failure. */
+  async timeStore<T>(op: string, fn: () => Promise<T>): Promise<T> {
+    const start = performance.now();
+    const c = this.storeCells(op);
+    try {
+      return await fn();
+    } catch (err) {
+      this.storeErrors.inc({ op });
+      throw err;
+    } finally {
+      c.observe((performance.now() - start) / 1000);
+    }
+  }
+}
+
+/** Memoises `make(key)`. */
+function memo<T>(make: (key: string) => T): (key: string) => T {
+  const made = new Map<string, T>();
+  return (key) => {
+    let c = made.get(key);
+    if (c === undefined) made.set(key, (c = make(key)));
+    return c;
+  };
+}
