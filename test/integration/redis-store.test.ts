@@ -1,0 +1,50 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { RedisStore } from '../../src/store/redis.js';
+import type { LimitCheck } from '../../src/store/types.js';
+import { uniquePrefix } from '../support/redis.js';
+
+/** Counts the writes that reach the command socket (one per system call once corked writes are merged). */
+function countSocketWrites(store: RedisStore): { writes: number } {
+  const s = (store.client as unknown as { stream: { _write: (...a: unknown[]) => void; _writev?: (...a: unknown[]) => void } }).stream;
+  const counter = { writes: 0 };
+  const write = s._write.bind(s);
+  s._write = (...a: unknown[]) => {
+    counter.writes++;
+    write(...a);
+  };
+  if (s._writev) {
+    const writev = s._writev.bind(s);
+    s._writev = (...a: unknown[]) => {
+      counter.writes++;
+      writev(...a);
+    };
+  }
+  return counter;
+}
+
+describe('Redis store decisions', () => {
+  let store: RedisStore;
+  beforeAll(async () => {
+    store = new RedisStore({ url: inject('redisUrl'), keyPrefix: uniquePrefix('store'), commandTimeoutMs: 2000 });
+    await store.waitReady();
+  });
+  afterAll(() => store.close());
+
+  it('decisions issued together leave in one socket write and stay exact', async () => {
+    const check: LimitCheck[] = [{ kind: 'window', key: 'burst', limit: 50, windowMs: 60_000 }];
+    const counter = countSocketWrites(store);
+    const now = Date.now();
+    const decisions = await Promise.all(Array.from({ length: 120 }, (_, i) => store.consume(check, now, `m${i}`)));
+    expect(decisions.filter((d) => d.admitted)).toHaveLength(50);
+    expect(counter.writes).toBe(1);
+  });
+
+  it('decisions issued in different turns of the event loop are not held for each other', async () => {
+    const check: LimitCheck[] = [{ kind: 'counter', key: 'turns', limit: 10, resetAtMs: Date.now() + 60_000 }];
+    const first = await store.consume(check, Date.now(), 'a');
+    await new Promise((r) => setTimeout(r, 5));
+    const second = await store.consume(check, Date.now(), 'b');
+    expect([first.admitted, second.admitted]).toEqual([true, true]);
+    expect(second.used[0]).toBe(2);
+  });
+});
