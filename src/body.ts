@@ -23,12 +23,15 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyRe
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
-    // The listeners stay: a request outlives its body only by its answer, and four removals per
-    // request cost more than four closures that ignore what comes after.
+    // The resolving function keeps its promise, and so the result, reachable: dropped once used.
+    let settle: ((r: BodyResult) => void) | null = resolve;
+    // The listeners stay (four removals per request cost more than four closures that ignore
+    // what comes after), so nothing they hold may outlive the read.
     const finish = (r: BodyResult): void => {
       if (done) return;
       done = true;
-      resolve(r);
+      settle!(r);
+      settle = null;
     };
     const onData = (c: Buffer): void => {
       if (done) return;
@@ -42,7 +45,13 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyRe
       }
       chunks.push(c);
     };
-    const onEnd = (): void => finish({ ok: true, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
+    const onEnd = (): void => {
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      // These closures stay on the request for as long as it lives (a stream, minutes): they must
+      // not keep the body alive once the forwarder has sent it.
+      chunks.length = 0;
+      finish({ ok: true, body });
+    };
     const onError = (): void => finish({ ok: false, reason: 'aborted' });
     const onClose = (): void => {
       if (!req.complete) finish({ ok: false, reason: 'aborted' });
