@@ -1,7 +1,7 @@
 /**
  * CPU profile of sluice on the paid path under load:
  *
- *   npx tsx bench/profile.ts    (BENCH_PROFILE_VARIANT=free: free-tier path; =bare: bare http-proxy)
+ *   npx tsx bench/profile.ts    (BENCH_PROFILE_VARIANT=free: free-tier path; =embedded: free-tier path on the embedded store; =bare: bare http-proxy)
  *
  * Compiles (as bench/run.ts does), starts the relay stand-in and one sluice (Redis store, own redis-server) under
  * `node --cpu-prof`, drives it with wrk (32 connections, 10 s after a 3 s warm-up), stops it so
@@ -34,9 +34,9 @@ interface Profile {
   endTime: number;
 }
 
-const variant = (['free', 'bare'] as const).find((v) => v === process.env.BENCH_PROFILE_VARIANT) ?? 'paid';
+const variant = (['free', 'embedded', 'bare'] as const).find((v) => v === process.env.BENCH_PROFILE_VARIANT) ?? 'paid';
 const seconds = Number(process.env.BENCH_PROFILE_SECONDS ?? 10);
-const model = variant === 'free' ? 'vend-flash-free' : 'gpt-4o-mini';
+const model = variant === 'free' || variant === 'embedded' ? 'vend-flash-free' : 'gpt-4o-mini';
 const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello.' }] });
 
 function where(url: string): string {
@@ -79,7 +79,7 @@ async function main(): Promise<void> {
     const relay = await startNodeServer('relay', 'relay.ts');
     servers.push(relay);
     const sluice = await startNodeServer(variant === 'bare' ? 'bare' : 'sluice', variant === 'bare' ? 'bare.ts' : 'sluice.ts', {
-      env: { BENCH_UPSTREAM: `http://127.0.0.1:${relay.info.port as number}`, BENCH_REDIS_URL: redis.url },
+      env: { BENCH_UPSTREAM: `http://127.0.0.1:${relay.info.port as number}`, ...(variant === 'embedded' ? {} : { BENCH_REDIS_URL: redis.url }) },
       nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=250'],
     });
     servers.push(sluice);

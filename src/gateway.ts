@@ -16,7 +16,7 @@ import { Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErro
 import { prepareRequestHeaders } from './forward/headers.js';
 import type { ForwardResult, Forwarder } from './forward/proxy.js';
 import { routeFamily, type Metrics, type RouteFamily } from './metrics/index.js';
-import { requestedModel } from './model/index.js';
+import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.js';
 import type { Policy } from './policy.js';
 import { newRequestId } from './request-id.js';
 import { parseTarget } from './target.js';
@@ -162,8 +162,11 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     // 4. Read the body (bounded) and the model it asks for.
     const max = p.config.maxBodyBytes;
     let body: Buffer | null = null;
+    let prepass: ModelPrepass | null = null;
     if (hasBody(req)) {
-      const r = await readBody(req, max);
+      // Large JSON bodies are read into structure hints as they arrive, not scanned whole at the end.
+      prepass = modelPrepass(t.method, target.path, req.headers);
+      const r = await readBody(req, max, prepass);
       if (!r.ok) {
         if (r.reason === 'too-large') return reject(res, t, 'too_large', Errors.BODY_TOO_LARGE, { params: { limit: max }, close: true });
         t.decision = 'client_aborted';
@@ -172,7 +175,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
       }
       body = r.body;
     }
-    const m = requestedModel(t.method, target.path, req.headers, body, max);
+    const m = requestedModel(t.method, target.path, req.headers, body, max, prepass);
     if (!m.ok) {
       const err = m.status === 413 ? Errors.BODY_TOO_LARGE : m.status === 415 ? Errors.UNSUPPORTED_ENCODING : Errors.BAD_REQUEST;
       return reject(res, t, m.status === 413 ? 'too_large' : 'bad_request', err, { params: { reason: m.reason, limit: max } });

@@ -4,7 +4,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { decodeBody } from './decode.js';
 import { modelFromPath } from './path.js';
+import { ModelPrepass, type StructureHints } from './prepass.js';
 import { scanModel } from './scan.js';
+
+export { ModelPrepass };
 
 export type ModelResult =
   | { ok: true; model: string | null }
@@ -13,11 +16,37 @@ export type ModelResult =
 const NONE: ModelResult = { ok: true, model: null };
 
 /**
+ * Bodies from this size on are read into structure hints while they arrive (prepass.ts); below
+ * it, scanning the whole body at the end costs less than feeding each chunk.
+ */
+const PREPASS_FROM = 256 * 1024;
+
+/**
+ * A prepass for this request's body when `requestedModel` will scan it as JSON: a POST under
+ * /v1/ whose model is not in the path, sent uncompressed, large or of unknown length.
+ */
+export function modelPrepass(method: string, path: string, headers: IncomingHttpHeaders): ModelPrepass | null {
+  if (method !== 'POST' || !path.startsWith('/v1/') || headers['content-encoding'] !== undefined) return null;
+  const length = headers['content-length'];
+  if (length !== undefined && Number(length) < PREPASS_FROM) return null;
+  if (modelFromPath(path) !== undefined) return null;
+  return new ModelPrepass();
+}
+
+/**
  * Native generative-content endpoints carry the model in the path; every POST
  * under /v1/ may carry it in its JSON body. A compressed body is decoded for
  * inspection so that compression cannot skip the free-tier check.
  */
-export function requestedModel(method: string, path: string, headers: IncomingHttpHeaders, body: Buffer | null, maxBytes: number): ModelResult {
+export function requestedModel(
+  method: string,
+  path: string,
+  headers: IncomingHttpHeaders,
+  body: Buffer | null,
+  maxBytes: number,
+  /** From a prepass fed this very body, as sent. */
+  hints?: StructureHints | null,
+): ModelResult {
   const fromPath = modelFromPath(path);
   if (fromPath !== undefined) return { ok: true, model: fromPath };
   if (method !== 'POST' || !path.startsWith('/v1/') || body === null || body.length === 0) return NONE;
@@ -27,8 +56,9 @@ export function requestedModel(method: string, path: string, headers: IncomingHt
     const decoded = decodeBody(body, encoding, maxBytes);
     if (!decoded.ok) return { ok: false, status: decoded.status, reason: decoded.reason };
     json = decoded.body;
+    hints = null; // they describe the bytes as sent, not as decoded
   }
-  const scan = scanModel(json);
+  const scan = scanModel(json, hints ?? undefined);
   switch (scan.kind) {
     case 'found':
       return { ok: true, model: scan.model };

@@ -1,9 +1,22 @@
 import { describe, expect, it } from 'vitest';
+import { ModelPrepass } from './prepass.js';
 import { scanModel } from './scan.js';
 import type { ModelScan } from './scan.js';
 
+/**
+ * Every vector here also checks the arrival-time prepass: fed in chunks of several sizes (so
+ * every kind of token is split somewhere), its hints must leave the answer exactly as it is.
+ */
 function scan(body: string | Buffer): ModelScan {
-  return scanModel(typeof body === 'string' ? Buffer.from(body, 'utf8') : body);
+  const buf = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+  const plain = scanModel(buf);
+  const sizes = buf.length < 4096 ? [1, 2, 3, 5, 7, 16, 33, buf.length] : [4093, 65_536];
+  for (const size of sizes) {
+    const hints = new ModelPrepass(0);
+    for (let i = 0; i < buf.length; i += Math.max(1, size)) hints.feed(buf.subarray(i, i + Math.max(1, size)));
+    expect(scanModel(buf, hints), `with hints fed in ${size}-byte chunks`).toEqual(plain);
+  }
+  return plain;
 }
 
 function found(model: string): ModelScan {

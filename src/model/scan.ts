@@ -18,6 +18,8 @@
  * refuse may therefore scan as `found`; that is harmless, because the relay refuses it anyway.
  */
 
+import type { StructureHints } from './prepass.js';
+
 export type ModelScan =
   | { kind: 'found'; model: string }
   | { kind: 'absent' }
@@ -80,20 +82,24 @@ function unexpected(buf: Buffer, pos: number, wanted: string): never {
   fail(`${prefix}expected ${wanted}, found ${describeAt(buf, pos)}`);
 }
 
-export function scanModel(body: Buffer): ModelScan {
+/**
+ * @param hints where large values end, read while the body arrived (prepass.ts); they spare the
+ * walk through those values and never change the answer.
+ */
+export function scanModel(body: Buffer, hints?: StructureHints): ModelScan {
   // Go refuses a BOM outright, so skipping it can only make sluice see a model the relay rejects.
   let pos = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
   pos = skipWhitespace(body, pos);
   if (body[pos] !== LBRACE) return { kind: 'not-object' };
   try {
-    return scanTopLevelObject(body, pos + 1);
+    return scanTopLevelObject(body, pos + 1, hints);
   } catch (err) {
     if (err instanceof ScanError) return { kind: 'invalid', reason: err.message };
     throw err;
   }
 }
 
-function scanTopLevelObject(buf: Buffer, start: number): ModelScan {
+function scanTopLevelObject(buf: Buffer, start: number, hints: StructureHints | undefined): ModelScan {
   let model: string | undefined;
   let pos = skipWhitespace(buf, start);
   if (buf[pos] === RBRACE) {
@@ -101,7 +107,7 @@ function scanTopLevelObject(buf: Buffer, start: number): ModelScan {
   } else {
     for (;;) {
       if (buf[pos] !== QUOTE) unexpected(buf, pos, 'a key string');
-      const keyEnd = stringEnd(buf, pos + 1);
+      const keyEnd = hints?.stringEnd(pos + 1) ?? stringEnd(buf, pos + 1);
       const isModel = isModelKey(buf, pos + 1, keyEnd);
       pos = skipWhitespace(buf, keyEnd + 1);
       if (buf[pos] !== COLON) unexpected(buf, pos, "':'");
@@ -110,7 +116,7 @@ function scanTopLevelObject(buf: Buffer, start: number): ModelScan {
       if (isModel) {
         const c = buf[pos];
         if (c === QUOTE) {
-          const valueEnd = stringEnd(buf, pos + 1);
+          const valueEnd = hints?.stringEnd(pos + 1) ?? stringEnd(buf, pos + 1);
           const value = decodeString(buf, pos + 1, valueEnd);
           if (model !== undefined && model !== value) {
             fail('conflicting top-level "model" fields (relays disagree on which one counts)');
@@ -125,7 +131,7 @@ function scanTopLevelObject(buf: Buffer, start: number): ModelScan {
           fail(`"model" must be a string, found ${describeAt(buf, pos)}`);
         }
       } else {
-        pos = skipValue(buf, pos);
+        pos = skipValue(buf, pos, hints);
       }
 
       pos = skipWhitespace(buf, pos);
@@ -178,14 +184,14 @@ function stringEnd(buf: Buffer, from: number): number {
   }
 }
 
-function skipValue(buf: Buffer, pos: number): number {
+function skipValue(buf: Buffer, pos: number, hints: StructureHints | undefined): number {
   const c = buf[pos];
   switch (c) {
     case QUOTE:
-      return stringEnd(buf, pos + 1) + 1;
+      return (hints?.stringEnd(pos + 1) ?? stringEnd(buf, pos + 1)) + 1;
     case LBRACE:
     case LBRACKET:
-      return skipContainer(buf, pos);
+      return hints?.containerEnd(pos) ?? skipContainer(buf, pos);
     case TRUE[0]:
       return skipLiteral(buf, pos, TRUE);
     case FALSE[0]:

@@ -65,6 +65,41 @@ describe.each(STORE_KINDS)('forwarding on the %s store', (kind) => {
     expect(h.relay.requests[0]!.headers['transfer-encoding']).toBeUndefined();
   });
 
+  it('reads the model of a large JSON body as it arrives and forwards it byte for byte, with or without a declared length', async () => {
+    const { key: bigKey } = await h.createKey('big-body');
+    const messages = Array.from({ length: 30_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i} with a \"quote\" and {brackets} [${i}]` }));
+    const text = JSON.stringify({ messages, temperature: 0.2, model: 'vend-flash-free' });
+    expect(text.length).toBeGreaterThan(2_000_000);
+    const body = Buffer.from(text);
+    h.relay.behave(() => true, { echo: true });
+    const headers = { authorization: `Bearer ${bigKey}`, 'content-type': 'application/json' };
+
+    const declared = await request(h.url, 'POST', '/v1/chat/completions', { headers, body });
+    expect(declared.status).toBe(200);
+    expect(declared.headers['ratelimit']).toMatch(/"free-window";r=19;/); // counted as a free call
+    expect(h.relay.requests[0]!.body.equals(body)).toBe(true);
+    expect(h.relay.requests[0]!.headers['content-length']).toBe(String(body.length));
+
+    const chunked = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res));
+      });
+      req.on('error', reject);
+      for (let i = 0; i < body.length; i += 100_003) req.write(body.subarray(i, i + 100_003));
+      req.end();
+    });
+    expect(chunked.statusCode).toBe(200);
+    expect(chunked.headers['ratelimit']).toMatch(/"free-window";r=18;/);
+    expect(h.relay.requests[1]!.body.equals(body)).toBe(true);
+
+    // A second, disagreeing top-level model at the far end is still refused.
+    const twoModels = Buffer.from(text.slice(0, -1) + ',"MODEL":"gpt-4o"}');
+    const refused = await request(h.url, 'POST', '/v1/chat/completions', { headers, body: twoModels });
+    expect(refused.status).toBe(400);
+    expect(h.relay.requests).toHaveLength(2);
+  });
+
   it('keeps an explicitly empty POST body as content-length: 0', async () => {
     await request(h.url, 'POST', '/v1/models', { headers: { ...auth(), 'content-length': '0' } });
     const got = h.relay.requests[0]!;
