@@ -84,15 +84,20 @@ export class Metrics {
   /** Times a store call and counts its failure. */
   async timeStore<T>(op: string, fn: () => Promise<T>): Promise<T> {
     const start = performance.now();
-    const c = this.storeCells(op);
     try {
-      return await fn();
+      const r = await fn();
+      this.observeStore(op, start, false);
+      return r;
     } catch (err) {
-      this.storeErrors.inc({ op });
+      this.observeStore(op, start, true);
       throw err;
-    } finally {
-      c.observe((performance.now() - start) / 1000);
     }
+  }
+
+  /** Records one settled store call that began at `start` (performance.now()). */
+  observeStore(op: string, start: number, failed: boolean): void {
+    this.storeCells(op).observe((performance.now() - start) / 1000);
+    if (failed) this.storeErrors.inc({ op });
   }
 }
 

@@ -60,9 +60,10 @@ for i = 1, n do
     redis.call('ZADD', KEYS[i], now, member)
     redis.call('PEXPIRE', KEYS[i], param)
   else
-    redis.call('INCR', KEYS[i])
-    -- The key names the day, so a generous expiry only bounds memory.
-    redis.call('PEXPIRE', KEYS[i], math.max(param - now, 0) + 3600000)
+    -- The key names the day, so a generous expiry, set when the key is made, only bounds memory.
+    if redis.call('INCR', KEYS[i]) == 1 then
+      redis.call('PEXPIRE', KEYS[i], math.max(param - now, 0) + 3600000)
+    end
   end
   out[i + 2] = used[i] + 1
 end

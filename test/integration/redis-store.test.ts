@@ -24,8 +24,9 @@ function countSocketWrites(store: RedisStore): { writes: number } {
 
 describe('Redis store decisions', () => {
   let store: RedisStore;
+  const prefix = uniquePrefix('store');
   beforeAll(async () => {
-    store = new RedisStore({ url: inject('redisUrl'), keyPrefix: uniquePrefix('store'), commandTimeoutMs: 2000 });
+    store = new RedisStore({ url: inject('redisUrl'), keyPrefix: prefix, commandTimeoutMs: 2000 });
     await store.waitReady();
   });
   afterAll(() => store.close());
@@ -37,6 +38,21 @@ describe('Redis store decisions', () => {
     const decisions = await Promise.all(Array.from({ length: 120 }, (_, i) => store.consume(check, now, `m${i}`)));
     expect(decisions.filter((d) => d.admitted)).toHaveLength(50);
     expect(counter.writes).toBe(1);
+  });
+
+  it('keys expire: a window key a window after its last call, a day key an hour after its day ends', async () => {
+    const now = Date.now();
+    const checks: LimitCheck[] = [
+      { kind: 'counter', key: 'ttl-day', limit: 10, resetAtMs: now + 600_000 },
+      { kind: 'window', key: 'ttl-win', limit: 10, windowMs: 60_000 },
+    ];
+    await store.consume(checks, now, 'a');
+    await store.consume(checks, now, 'b');
+    const ttl = async (k: string) => store.client.pttl(`${prefix}${k}`);
+    expect(await ttl('ttl-day')).toBeGreaterThan(600_000 + 3_600_000 - 5_000);
+    expect(await ttl('ttl-day')).toBeLessThanOrEqual(600_000 + 3_600_000);
+    expect(await ttl('ttl-win')).toBeGreaterThan(55_000);
+    expect(await ttl('ttl-win')).toBeLessThanOrEqual(60_000);
   });
 
   it('decisions issued in different turns of the event loop are not held for each other', async () => {
