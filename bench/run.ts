@@ -20,6 +20,7 @@ import { atRate, type RateResult } from './lib/rate.js';
 import { RedisCounter, type CommandCounts } from './lib/redis-stats.js';
 import { holdStreams, timeStream, type StreamTiming } from './lib/sse.js';
 import { wrk, type LoadResult } from './lib/wrk.js';
+import type { ScanRow } from './scan.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const P = QUICK
@@ -264,18 +265,6 @@ async function main(): Promise<void> {
     await Promise.all(servers.map((s) => s.stop().catch(() => {})));
     if (redis) await redis.kill().catch(() => {});
   }
-}
-
-interface ScanRow {
-  shape: string;
-  position: string;
-  mb: number;
-  medianMs: number;
-  maxMs: number;
-  /** Read as sluice reads an uncompressed body (prepass per 64 KB chunk, then the final scan). */
-  arrivalChunkMaxMs: number;
-  arrivalAfterLastMs: number;
-  jsonParseMs: number;
 }
 
 interface HoldResult {

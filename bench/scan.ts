@@ -89,16 +89,21 @@ function onArrival(buf: Buffer): { chunkMaxMs: number; afterLastMs: number } {
   return { chunkMaxMs: Math.max(chunkMaxMs, finalMs), afterLastMs: lastMs + finalMs };
 }
 
-const results: Array<{
+/** One body shape and model position; the runner (run.ts) reads these from the printed line. */
+export interface ScanRow {
   shape: string;
   position: string;
   mb: number;
+  /** `scanModel` over the whole body at once. */
   medianMs: number;
   maxMs: number;
+  /** Read as sluice reads an uncompressed body (prepass per 64 KB chunk, then the final scan). */
   arrivalChunkMaxMs: number;
   arrivalAfterLastMs: number;
   jsonParseMs: number;
-}> = [];
+}
+
+const results: ScanRow[] = [];
 for (const shape of SHAPES) {
   const b = bodies(shape);
   for (const position of ['start', 'middle', 'end'] as const) {
