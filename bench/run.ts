@@ -534,7 +534,7 @@ Added over the relay's own first event (medians): sluice ${f(addedTtfe)} ms, bar
 | bare http-proxy (reference) | ${hb.opened} | ${hb.failed} | ${f(hb.openMs / 1000, 1)} | ${f(hb.idleRss, 0)} | ${f(hb.rss, 0)} | ${f(((hb.rss - hb.idleRss) * 1024) / Math.max(1, hb.opened), 1)} | ${f(hb.peak, 0)} |
 
 ## Reading \`model\` from 20 MB bodies (src/model/prepass.ts and scan.ts; median of ${P.scanRuns})
-"On arrival" is how sluice reads an uncompressed body: each 64 KB chunk is copied into the body and fed to the prepass as it comes, and the final scan walks only the top-level keys. "After last byte" is the last chunk's share plus that final scan (the wait the request sees once its body is in); "longest block" the longest the event loop is held by one chunk or the final scan. "Whole body" is \`scanModel\` over the complete body at once, as a compressed body is read once decoded.
+"On arrival" is how sluice reads an uncompressed body with a declared length: each 64 KB chunk goes to the body accumulator (kept, then moved into one buffer from half-way, two earlier chunks per new one) and to the prepass as it comes, and the final scan walks only the top-level keys. "After last byte" is the last chunk's share plus that final scan (the wait the request sees once its body is in); "longest block" the longest the event loop is held by one chunk or the final scan. "Whole body" is \`scanModel\` over the complete body at once, as a compressed body is read once decoded.
 
 ${scanT.md}`;
 

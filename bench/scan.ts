@@ -7,13 +7,15 @@
  * - `chat-esc`: 2 KB messages dense with escaped quotes (code or JSON inside JSON).
  * Two ways, each the median of N runs after warm-up:
  * - whole: `scanModel` over the complete body (what a compressed body gets, once decoded);
- * - on arrival, as sluice reads an uncompressed body: each 64 KB chunk is copied into the
- *   preallocated body and fed to the prepass as it comes (`chunk max`: the longest the event loop
- *   is held per chunk), then `scanModel` with the hints once the last byte is in (`after last
- *   byte`: the last chunk's share plus that final scan, the wait the request itself sees).
+ * - on arrival, as sluice reads an uncompressed body with a declared length (src/body.ts): each
+ *   64 KB chunk goes to the body accumulator (kept, then moved into one buffer from half-way) and
+ *   to the prepass as it comes (`chunk max`: the longest the event loop is held per chunk), then
+ *   the body is taken and `scanModel` runs with the hints once the last byte is in (`after last
+ *   byte`: the last chunk's share plus that, the wait the request itself sees).
  * JSON.parse of the same body once, for reference.
  * Runs in its own process (the runner spawns it); prints one JSON line.
  */
+import { Accumulator } from '../src/body.js';
 import { ModelPrepass } from '../src/model/prepass.js';
 import { scanModel } from '../src/model/scan.js';
 
@@ -70,20 +72,21 @@ const CHUNK = 64 * 1024;
 
 /** One body read as sluice reads it: per-chunk copy and prepass, then the final scan. */
 function onArrival(buf: Buffer): { chunkMaxMs: number; afterLastMs: number } {
-  const whole = Buffer.allocUnsafe(buf.length);
+  const acc = new Accumulator(buf.length);
   const prepass = new ModelPrepass();
   let chunkMaxMs = 0;
   let lastMs = 0;
   for (let off = 0; off < buf.length; off += CHUNK) {
-    const chunk = buf.subarray(off, off + CHUNK);
+    // A fresh buffer per chunk, as a socket read gives.
+    const chunk = Buffer.from(buf.subarray(off, off + CHUNK));
     const t = performance.now();
-    chunk.copy(whole, off);
+    acc.add(chunk);
     prepass.feed(chunk);
     lastMs = performance.now() - t;
     chunkMaxMs = Math.max(chunkMaxMs, lastMs);
   }
   const t = performance.now();
-  const r = scanModel(whole, prepass);
+  const r = scanModel(acc.take(), prepass);
   const finalMs = performance.now() - t;
   if (r.kind !== 'found' || r.model !== 'vend-flash-free') throw new Error(`arrival scan failed: ${JSON.stringify(r)}`);
   return { chunkMaxMs: Math.max(chunkMaxMs, finalMs), afterLastMs: lastMs + finalMs };

@@ -17,10 +17,79 @@ export interface ChunkObserver {
 }
 
 /**
- * From this declared length on, the body is copied into one buffer as it arrives: joining 20 MB
- * of chunks at the end would hold the event loop for about 10 ms.
+ * From this declared length on, the body is moved into one buffer of that length as it arrives:
+ * joining 20 MB of chunks at the end would hold the event loop for about 10 ms.
  */
 const PREALLOCATE_FROM = 256 * 1024;
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * Collects a body's chunks. A large declared body gets one buffer of its declared length once half
+ * of it has actually arrived, so a client cannot make sluice reserve memory by declaring a length
+ * it never sends; the chunks that came before are copied over two at a time as later ones arrive,
+ * so neither that move nor a join at the end holds the event loop for long.
+ */
+export class Accumulator {
+  size = 0;
+  private chunks: Buffer[] = [];
+  /** Not zeroed: handed out only once every byte of it has been written. */
+  private whole: Buffer | null = null;
+  /** Chunks before `next` are in `whole` already, filling its first `filled` bytes. */
+  private next = 0;
+  private filled = 0;
+
+  constructor(private readonly expected: number) {}
+
+  add(c: Buffer): void {
+    const at = this.size;
+    this.size += c.length;
+    if (this.whole !== null) {
+      if (this.size <= this.whole.length) {
+        c.copy(this.whole, at);
+        this.moveEarlier(2);
+        return;
+      }
+      // More than declared (Node's parser does not let that happen): back to plain chunks.
+      this.moveEarlier(Infinity);
+      this.chunks = [this.whole.subarray(0, at)];
+      this.whole = null;
+    }
+    this.chunks.push(c);
+    if (this.expected >= PREALLOCATE_FROM && this.size * 2 >= this.expected && this.size <= this.expected && this.chunks.length > 1) {
+      this.whole = Buffer.allocUnsafe(this.expected);
+      this.next = 0;
+      this.filled = 0;
+    }
+  }
+
+  /** The body as received; the accumulator lets go of it. */
+  take(): Buffer {
+    let body: Buffer;
+    if (this.whole !== null) {
+      this.moveEarlier(Infinity);
+      body = this.whole.subarray(0, this.size);
+    } else {
+      body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size);
+    }
+    this.release();
+    return body;
+  }
+
+  release(): void {
+    this.chunks = [];
+    this.whole = null;
+  }
+
+  private moveEarlier(n: number): void {
+    const whole = this.whole!;
+    for (let k = 0; k < n && this.next < this.chunks.length; k++) {
+      const c = this.chunks[this.next]!;
+      c.copy(whole, this.filled);
+      this.filled += c.length;
+      this.chunks[this.next++] = EMPTY;
+    }
+  }
+}
 
 /** A declared body, even an empty one, is read and re-sent with its exact length. */
 export function hasBody(req: IncomingMessage): boolean {
@@ -31,50 +100,37 @@ export function readBody(req: IncomingMessage, maxBytes: number, observer?: Chun
   const declared = req.headers['content-length'];
   const expected = declared === undefined ? -1 : Number(declared);
   if (expected > maxBytes) return Promise.resolve({ ok: false, reason: 'too-large' });
+  // Outside the closures below, so that `observer` itself is not kept by them.
+  let feed = observer ?? null;
   return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    // Not zeroed: handed out only once every byte of it has been written.
-    let whole = expected >= PREALLOCATE_FROM ? Buffer.allocUnsafe(expected) : null;
-    let done = false;
-    // The resolving function keeps its promise, and so the result, reachable: dropped once used.
+    let acc: Accumulator | null = new Accumulator(expected);
+    // The resolving function keeps its promise, and so the result, reachable.
     let settle: ((r: BodyResult) => void) | null = resolve;
-    // The listeners stay (four removals per request cost more than four closures that ignore
-    // what comes after), so nothing they hold may outlive the read.
+    // The listeners stay on the request (four removals per request cost more than four closures
+    // that ignore what comes after), and a request lives as long as its stream, minutes: so they
+    // let go of everything they hold once the read is over.
     const finish = (r: BodyResult): void => {
-      if (done) return;
-      done = true;
-      settle!(r);
+      if (settle === null) return;
+      const s = settle;
       settle = null;
+      acc?.release();
+      acc = null;
+      feed = null;
+      s(r);
     };
     const onData = (c: Buffer): void => {
-      if (done) return;
-      size += c.length;
-      if (size > maxBytes) {
+      if (acc === null) return;
+      if (acc.size + c.length > maxBytes) {
         // Stop buffering; the caller answers 413 and closes the connection.
-        chunks.length = 0;
-        whole = null;
         req.pause();
         finish({ ok: false, reason: 'too-large' });
         return;
       }
-      if (whole === null) chunks.push(c);
-      else if (size <= whole.length) c.copy(whole, size - c.length);
-      else {
-        // More than declared (Node's parser does not let that happen): fall back to chunks.
-        chunks.push(whole.subarray(0, size - c.length), c);
-        whole = null;
-      }
-      observer?.feed(c);
+      acc.add(c);
+      feed?.feed(c);
     };
     const onEnd = (): void => {
-      // (Only the bytes written are handed out, should fewer than declared ever end a body.)
-      const body = whole !== null ? whole.subarray(0, size) : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-      whole = null;
-      // These closures stay on the request for as long as it lives (a stream, minutes): they must
-      // not keep the body alive once the forwarder has sent it.
-      chunks.length = 0;
-      finish({ ok: true, body });
+      if (acc !== null) finish({ ok: true, body: acc.take() });
     };
     const onError = (): void => finish({ ok: false, reason: 'aborted' });
     const onClose = (): void => {

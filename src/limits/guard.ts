@@ -28,7 +28,13 @@ export class GuardedLimits implements LimitStore {
     if (this.store.kind === 'memory') return this.store.consume(checks, nowMs, member);
     // One promise step instead of nested async wrappers: this runs on every free call.
     const start = performance.now();
-    return this.store.consume(checks, nowMs, member).then(
+    let pending: Promise<Decision>;
+    try {
+      pending = this.store.consume(checks, nowMs, member);
+    } catch (err) {
+      pending = Promise.reject(err); // a store that throws at once gets the same outage policy
+    }
+    return pending.then(
       (d) => {
         this.metrics.observeStore('consume', start, false);
         return d;

@@ -26,6 +26,13 @@ describe('metric instruments', () => {
     expect(c.cell({ a: '1', b: '2' })).not.toBe(c.cell({ a: '12', b: '' }));
   });
 
+  it('label sets that would join to the same text stay apart, and a missing label is an error', () => {
+    const c = new Counter('t_total', 'x', ['a', 'b']);
+    expect(c.cell({ a: 'x\u0001y', b: 'z' })).not.toBe(c.cell({ a: 'x', b: 'y\u0001z' }));
+    expect(c.cell({ a: '1:', b: '' })).not.toBe(c.cell({ a: '1', b: ':' }));
+    expect(() => c.inc({ a: 'x' } as unknown as { a: string; b: string })).toThrow(/label "b" is missing/);
+  });
+
   it('a gauge goes up and down', async () => {
     const g = new Gauge('t_open', 'Open');
     g.inc();

@@ -22,7 +22,7 @@ interface Described {
   readonly help: string;
 }
 
-/** Cells by label set. The key joins the values with a byte no label value holds in practice. */
+/** Cells by label set, keyed by the values, each prefixed with its length (no two sets share a key). */
 class Cells<L extends string, C> {
   private readonly byKey = new Map<string, { labels: LabelValues<L>; cell: C }>();
 
@@ -33,7 +33,11 @@ class Cells<L extends string, C> {
 
   get(labels: LabelValues<L>): C {
     let key = '';
-    for (const n of this.labelNames) key += labels[n] + '\u0001';
+    for (const n of this.labelNames) {
+      const v = labels[n];
+      if (typeof v !== 'string') throw new TypeError(`label "${n}" is missing`);
+      key += `${v.length}:${v}`;
+    }
     let e = this.byKey.get(key);
     if (e === undefined) {
       const copy = {} as Record<L, string>;

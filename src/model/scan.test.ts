@@ -149,6 +149,13 @@ describe('scanModel: escapes', () => {
     expectInvalid(body);
   });
 
+  it('refuses a broken key that looks like model, as Go does, whatever comes after it', () => {
+    expectInvalid('{"m\\qel":1,"model":"free"}');
+    expectInvalid('{"m\u0001del":1,"model":"free"}');
+    expectInvalid('{"mod\\x":1,"model":"free"}');
+    expectInvalid('{"M\\u00":1,"model":"free"}');
+  });
+
   it('accepts an escaped NUL', () => {
     expect(scan('{"model":"a\\u0000b"}')).toEqual(found('a\u0000b'));
   });

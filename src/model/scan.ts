@@ -269,10 +269,17 @@ function skipNumber(buf: Buffer, pos: number): number {
 function isModelKey(buf: Buffer, start: number, end: number): boolean {
   const rawLength = end - start;
   if (rawLength === MODEL.length) {
-    // Five raw bytes cannot hold an escape that decodes to five characters: compare the bytes.
-    // (| 0x20 folds ASCII case; no byte other than a letter's two cases folds onto m, o, d, e or l.)
-    for (let i = 0; i < MODEL.length; i++) if ((buf[start + i]! | 0x20) !== MODEL.charCodeAt(i)) return false;
-    return true;
+    // Five raw bytes without an escape or a control character (which decodeString must judge:
+    // they can make the body invalid) are compared as bytes; | 0x20 folds ASCII case, and no byte
+    // other than a letter's two cases folds onto m, o, d, e or l.
+    let same = true;
+    let plain = true;
+    for (let i = 0; i < MODEL.length; i++) {
+      const b = buf[start + i]!;
+      if (b === BACKSLASH || b < SPACE) plain = false;
+      else if ((b | 0x20) !== MODEL.charCodeAt(i)) same = false;
+    }
+    if (plain) return same;
   }
   if (rawLength < MODEL.length || rawLength > MODEL_KEY_MAX_RAW) return false;
   const first = buf[start];

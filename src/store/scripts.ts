@@ -60,9 +60,11 @@ for i = 1, n do
     redis.call('ZADD', KEYS[i], now, member)
     redis.call('PEXPIRE', KEYS[i], param)
   else
-    -- The key names the day, so a generous expiry, set when the key is made, only bounds memory.
+    -- The key names the day, so its expiry, set once when the key is made, only bounds memory.
+    -- 27 hours past this day's end: a reload to another time zone can end "the same" day up to
+    -- 26 hours later, and the count must not vanish before then.
     if redis.call('INCR', KEYS[i]) == 1 then
-      redis.call('PEXPIRE', KEYS[i], math.max(param - now, 0) + 3600000)
+      redis.call('PEXPIRE', KEYS[i], math.max(param - now, 0) + 97200000)
     end
   end
   out[i + 2] = used[i] + 1
