@@ -3,57 +3,63 @@
  * A content-encoding sluice cannot decode is refused rather than passed through, or compressing
  * a body would be enough to skip the free-tier check.
  */
-import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib';
-import type { ZlibOptions } from 'node:zlib';
+import { promisify } from 'node:util';
+import { brotliDecompress, gunzip, inflate, inflateRaw } from 'node:zlib';
 
 export type Decoded = { ok: true; body: Buffer } | { ok: false; status: 413 | 415 | 400; reason: string };
 
-type Decoder = (input: Buffer, maxOutputLength: number) => Buffer;
+type AsyncDecoder = (input: Buffer, maxOutputLength: number) => Promise<Buffer>;
 
-const gunzip: Decoder = (input, maxOutputLength) => gunzipSync(input, { maxOutputLength });
+const gunzipAsync = promisify(gunzip);
+const inflateZlibAsync = promisify(inflate);
+const inflateRawAsync = promisify(inflateRaw);
+const brotliAsync = promisify(brotliDecompress);
 
 /**
- * HTTP's "deflate" is zlib-wrapped (RFC 9110), but some clients send raw deflate; browsers and
- * curl accept both, so decide by the zlib header rather than refuse what the relay might accept.
+ * Decoders run in zlib's thread pool: a small body can inflate to `maxBytes`, and inflating 32 MB
+ * with the *Sync functions would hold the event loop for tens of milliseconds. HTTP's "deflate" is
+ * zlib-wrapped (RFC 9110), but some clients send raw deflate; browsers and curl accept both, so it
+ * is decided by the zlib header rather than refused when the relay might accept it.
  */
-const inflate: Decoder = (input, maxOutputLength) => {
-  const options: ZlibOptions = { maxOutputLength };
-  return hasZlibHeader(input) ? inflateSync(input, options) : inflateRawSync(input, options);
-};
-
-const DECODERS = new Map<string, Decoder>([
-  ['gzip', gunzip],
-  ['x-gzip', gunzip],
-  ['deflate', inflate],
-  ['br', (input, maxOutputLength) => brotliDecompressSync(input, { maxOutputLength })],
+const DECODERS = new Map<string, AsyncDecoder>([
+  ['gzip', (input, maxOutputLength) => gunzipAsync(input, { maxOutputLength })],
+  ['x-gzip', (input, maxOutputLength) => gunzipAsync(input, { maxOutputLength })],
+  ['deflate', (input, maxOutputLength) => (hasZlibHeader(input) ? inflateZlibAsync : inflateRawAsync)(input, { maxOutputLength })],
+  ['br', (input, maxOutputLength) => brotliAsync(input, { maxOutputLength })],
 ]);
 
-export function decodeBody(body: Buffer, contentEncoding: string | undefined, maxBytes: number): Decoded {
+/** The codings to undo, last applied first, or the 415 for one sluice cannot undo. */
+function codingsToUndo(contentEncoding: string | undefined): string[] | Decoded {
   // Empty list elements are legal in HTTP field values (RFC 9110 section 5.6.1).
   const codings = (contentEncoding ?? '')
     .split(',')
     .map((coding) => coding.trim().toLowerCase())
     .filter((coding) => coding !== '' && coding !== 'identity');
-
-  const decoders: Array<[string, Decoder]> = [];
   for (const coding of codings) {
-    const decoder = DECODERS.get(coding);
-    if (decoder === undefined) return { ok: false, status: 415, reason: `unsupported content-encoding "${coding}"` };
-    decoders.push([coding, decoder]);
+    if (!DECODERS.has(coding)) return { ok: false, status: 415, reason: `unsupported content-encoding "${coding}"` };
   }
-
-  // zlib refuses a limit below 1; the length check below still enforces a smaller one.
-  const limit = Math.max(1, Math.floor(maxBytes));
-  let out = body;
   // Codings are listed in the order they were applied, so they are undone last to first.
-  for (let i = decoders.length - 1; i >= 0; i--) {
-    const [coding, decoder] = decoders[i]!;
+  return codings.reverse();
+}
+
+function failed(coding: string, err: unknown, maxBytes: number): Decoded {
+  if (isTooLarge(err)) return tooLarge(maxBytes);
+  const detail = err instanceof Error ? `: ${err.message}` : '';
+  return { ok: false, status: 400, reason: `body is not valid ${coding} data${detail}` };
+}
+
+/** zlib refuses a limit below 1; the length check after each layer still enforces a smaller one. */
+const zlibLimit = (maxBytes: number): number => Math.max(1, Math.floor(maxBytes));
+
+export async function decodeBody(body: Buffer, contentEncoding: string | undefined, maxBytes: number): Promise<Decoded> {
+  const codings = codingsToUndo(contentEncoding);
+  if (!Array.isArray(codings)) return codings;
+  let out = body;
+  for (const coding of codings) {
     try {
-      out = decoder(out, limit);
+      out = await DECODERS.get(coding)!(out, zlibLimit(maxBytes));
     } catch (err) {
-      if (isTooLarge(err)) return tooLarge(maxBytes);
-      const detail = err instanceof Error ? `: ${err.message}` : '';
-      return { ok: false, status: 400, reason: `body is not valid ${coding} data${detail}` };
+      return failed(coding, err, maxBytes);
     }
     if (out.length > maxBytes) return tooLarge(maxBytes);
   }

@@ -23,7 +23,8 @@ const PREPASS_FROM = 256 * 1024;
 
 /**
  * A prepass for this request's body when `requestedModel` will scan it as JSON: a POST under
- * /v1/ whose model is not in the path, sent uncompressed, large or of unknown length.
+ * /v1/ whose model is not in the path, sent uncompressed, large or of unknown length. (A
+ * compressed body is read into one after decoding, in requestedModel.)
  */
 export function modelPrepass(method: string, path: string, headers: IncomingHttpHeaders): ModelPrepass | null {
   if (method !== 'POST' || !path.startsWith('/v1/') || headers['content-encoding'] !== undefined) return null;
@@ -36,7 +37,8 @@ export function modelPrepass(method: string, path: string, headers: IncomingHttp
 /**
  * Native generative-content endpoints carry the model in the path; every POST
  * under /v1/ may carry it in its JSON body. A compressed body is decoded for
- * inspection so that compression cannot skip the free-tier check.
+ * inspection so that compression cannot skip the free-tier check; that happens
+ * off the event loop, so only for a compressed body is the answer a promise.
  */
 export function requestedModel(
   method: string,
@@ -46,26 +48,43 @@ export function requestedModel(
   maxBytes: number,
   /** From a prepass fed this very body, as sent. */
   hints?: StructureHints | null,
-): ModelResult {
+): ModelResult | Promise<ModelResult> {
   const fromPath = modelFromPath(path);
   if (fromPath !== undefined) return { ok: true, model: fromPath };
   if (method !== 'POST' || !path.startsWith('/v1/') || body === null || body.length === 0) return NONE;
-  let json = body;
-  const encoding = headers['content-encoding'];
-  if (encoding !== undefined) {
-    const decoded = decodeBody(body, encoding, maxBytes);
-    if (!decoded.ok) return { ok: false, status: decoded.status, reason: decoded.reason };
-    json = decoded.body;
-    hints = null; // they describe the bytes as sent, not as decoded
+  if (headers['content-encoding'] !== undefined) return decodedModel(body, headers, maxBytes);
+  return modelInBody(body, headers['content-type'], hints ?? undefined);
+}
+
+async function decodedModel(body: Buffer, headers: IncomingHttpHeaders, maxBytes: number): Promise<ModelResult> {
+  const decoded = await decodeBody(body, headers['content-encoding'], maxBytes);
+  if (!decoded.ok) return { ok: false, status: decoded.status, reason: decoded.reason };
+  const hints = decoded.body.length >= PREPASS_FROM ? await prepassInTurns(decoded.body) : undefined;
+  return modelInBody(decoded.body, headers['content-type'], hints);
+}
+
+/** Slices fed to the prepass per turn of the event loop when a whole decoded body is at hand. */
+const SLICE = 64 * 1024;
+
+/** Reads a decoded body into a prepass a slice per turn, so other requests run in between. */
+async function prepassInTurns(body: Buffer): Promise<ModelPrepass> {
+  const prepass = new ModelPrepass();
+  for (let at = 0; at < body.length; at += SLICE) {
+    prepass.feed(body.subarray(at, at + SLICE));
+    await new Promise<void>((resolve) => setImmediate(resolve));
   }
-  const scan = scanModel(json, hints ?? undefined);
+  return prepass;
+}
+
+function modelInBody(json: Buffer, contentType: string | undefined, hints: StructureHints | undefined): ModelResult {
+  const scan = scanModel(json, hints);
   switch (scan.kind) {
     case 'found':
       return { ok: true, model: scan.model };
     case 'absent':
       return NONE;
     case 'not-object':
-      return formModel(headers['content-type'], json);
+      return formModel(contentType, json);
     case 'invalid':
       return { ok: false, status: 400, reason: `request body is not valid JSON (${scan.reason})` };
   }
