@@ -421,15 +421,37 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
   const hs = x.holdSluice;
   const hb = x.holdBare;
 
-  const scanRows = x.scan.map((r) => [r.shape, r.position, f(r.mb, 1), f(r.arrivalAfterLastMs), f(r.arrivalChunkMaxMs), f(r.medianMs), f(r.maxMs), f(r.jsonParseMs, 1)]);
+  const scanRows = x.scan.map((r) => [
+    r.shape,
+    r.position,
+    f(r.mb, 1),
+    f(r.arrivalAfterLastMs),
+    f(r.arrivalChunkMaxMs),
+    f(r.gzipTotalMs, 1),
+    f(r.gzipLongestBlockMs),
+    f(r.medianMs),
+    f(r.maxMs),
+    f(r.jsonParseMs, 1),
+  ]);
   const scanT = table(
-    ['body', 'model at', 'MB', 'on arrival: after last byte ms', 'on arrival: longest block ms', 'whole body: scan median ms', 'whole body: scan max ms', 'JSON.parse ms'],
+    [
+      'body',
+      'model at',
+      'MB',
+      'on arrival: after last byte ms',
+      'on arrival: longest block ms',
+      'gzipped: total ms',
+      'gzipped: longest block ms',
+      'whole body at once: scan median ms',
+      'whole body at once: scan max ms',
+      'JSON.parse ms',
+    ],
     scanRows,
-    ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r'],
+    ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
   );
   // What a request waits for once its body is in, and the longest the event loop is held meanwhile.
   const scanWorst = (shape: string): number => Math.max(...x.scan.filter((r) => r.shape === shape).map((r) => Math.max(r.arrivalAfterLastMs, r.arrivalChunkMaxMs)));
-  const wholeWorst = (shape: string): number => Math.max(...x.scan.filter((r) => r.shape === shape).map((r) => r.medianMs));
+  const gzipWorst = (shape: string): number => Math.max(...x.scan.filter((r) => r.shape === shape).map((r) => r.gzipLongestBlockMs));
   const shapes = [...new Set(x.scan.map((r) => r.shape))];
 
   const paid = by('sluice-paid')!;
@@ -451,7 +473,8 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
     ],
     [
       'reading `model` from a 20 MB body ≤ 2 ms wherever the field stands',
-      `as sluice reads an uncompressed body (while it arrives): ${shapes.map((s) => `${s} ${f(scanWorst(s))} ms`).join(', ')}; a compressed body, scanned whole once decoded: ${shapes.map((s) => `${s} ${f(wholeWorst(s))} ms`).join(', ')}`,
+      `uncompressed, read while it arrives (worst of the wait after the last byte and the longest block): ${shapes.map((s) => `${s} ${f(scanWorst(s))} ms`).join(', ')}; gzipped (not part of the target), decoded off the event loop, longest block: ${shapes.map((s) => `${s} ${f(gzipWorst(s))} ms`).join(', ')}`,
+      // Judged on JSON as clients send it; the gzipped figures are shown beside it.
       shapes.every((s) => scanWorst(s) <= 2),
     ],
     ['SSE first event within 1 ms of the relay’s (median)', `+${f(addedTtfe)} ms (bare http-proxy: +${f(addedTtfeBare)} ms)`, addedTtfe <= 1],
@@ -534,7 +557,7 @@ Added over the relay's own first event (medians): sluice ${f(addedTtfe)} ms, bar
 | bare http-proxy (reference) | ${hb.opened} | ${hb.failed} | ${f(hb.openMs / 1000, 1)} | ${f(hb.idleRss, 0)} | ${f(hb.rss, 0)} | ${f(((hb.rss - hb.idleRss) * 1024) / Math.max(1, hb.opened), 1)} | ${f(hb.peak, 0)} |
 
 ## Reading \`model\` from 20 MB bodies (src/model/prepass.ts and scan.ts; median of ${P.scanRuns})
-"On arrival" is how sluice reads an uncompressed body with a declared length: each 64 KB chunk goes to the body accumulator (kept, then moved into one buffer from half-way, two earlier chunks per new one) and to the prepass as it comes, and the final scan walks only the top-level keys. "After last byte" is the last chunk's share plus that final scan (the wait the request sees once its body is in); "longest block" the longest the event loop is held by one chunk or the final scan. "Whole body" is \`scanModel\` over the complete body at once, as a compressed body is read once decoded.
+"On arrival" is how sluice reads an uncompressed body with a declared length: each 64 KB chunk goes to the body accumulator (kept, then moved into one buffer from half-way, two earlier chunks per new one) and to the prepass as it comes, and the final scan walks only the top-level keys. "After last byte" is the last chunk's share plus that final scan (the wait the request sees once its body is in); "longest block" the longest the event loop is held by one chunk or the final scan. "Gzipped" is how sluice reads a compressed body: decoded in zlib's thread pool, then fed to the prepass a 64 KB slice per event-loop turn; "total" runs from the last byte to the model, "longest block" is the longest gap between event-loop turns meanwhile. "Whole body at once" is \`scanModel\` over the complete body in one go, which sluice no longer does for bodies from 256 KB: for reference.
 
 ${scanT.md}`;
 

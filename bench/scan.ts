@@ -12,11 +12,16 @@
  *   to the prepass as it comes (`chunk max`: the longest the event loop is held per chunk), then
  *   the body is taken and `scanModel` runs with the hints once the last byte is in (`after last
  *   byte`: the last chunk's share plus that, the wait the request itself sees).
+ * - gzipped, as sluice reads a compressed body: decoded in zlib's thread pool, then fed to the
+ *   prepass a 64 KB slice per event-loop turn (`requestedModel`); `total` from the last byte to the
+ *   model, `longest block` the longest gap between turns of the event loop meanwhile.
  * JSON.parse of the same body once, for reference.
  * Runs in its own process (the runner spawns it); prints one JSON line.
  */
 import { Accumulator } from '../src/body.js';
 import { ModelPrepass } from '../src/model/prepass.js';
+import { gzipSync } from 'node:zlib';
+import { requestedModel } from '../src/model/index.js';
 import { scanModel } from '../src/model/scan.js';
 
 const TARGET = 20 * 1024 * 1024;
@@ -103,7 +108,30 @@ export interface ScanRow {
   /** Read as sluice reads an uncompressed body (prepass per 64 KB chunk, then the final scan). */
   arrivalChunkMaxMs: number;
   arrivalAfterLastMs: number;
+  /** Read as sluice reads a gzipped body (decoded off the event loop, prepass in slices). */
+  gzipTotalMs: number;
+  gzipLongestBlockMs: number;
   jsonParseMs: number;
+}
+
+/** The compressed path, timed while a ticker measures the longest the event loop was held. */
+async function compressed(gz: Buffer): Promise<{ totalMs: number; longestBlockMs: number }> {
+  let longest = 0;
+  let last = performance.now();
+  let ticking = true;
+  const tick = (): void => {
+    const now = performance.now();
+    longest = Math.max(longest, now - last);
+    last = now;
+    if (ticking) setImmediate(tick);
+  };
+  setImmediate(tick);
+  const t = performance.now();
+  const m = await requestedModel('POST', '/v1/chat/completions', { 'content-encoding': 'gzip' }, gz, 32 * 1024 * 1024);
+  const totalMs = performance.now() - t;
+  ticking = false;
+  if (!m.ok || m.model !== 'vend-flash-free') throw new Error(`compressed read failed: ${JSON.stringify(m)}`);
+  return { totalMs, longestBlockMs: longest };
 }
 
 const results: ScanRow[] = [];
@@ -122,6 +150,10 @@ for (const shape of SHAPES) {
     }
     for (let i = 0; i < 2; i++) onArrival(buf); // warm-up
     const arrivals = Array.from({ length: RUNS }, () => onArrival(buf));
+    const gz = gzipSync(buf, { level: 1 });
+    await compressed(gz); // warm-up
+    const gzRuns: Array<{ totalMs: number; longestBlockMs: number }> = [];
+    for (let i = 0; i < Math.min(RUNS, 5); i++) gzRuns.push(await compressed(gz));
     const t = performance.now();
     JSON.parse(buf.toString('utf8'));
     const jsonParseMs = performance.now() - t;
@@ -133,6 +165,8 @@ for (const shape of SHAPES) {
       maxMs: Math.max(...times),
       arrivalChunkMaxMs: median(arrivals.map((a) => a.chunkMaxMs)),
       arrivalAfterLastMs: median(arrivals.map((a) => a.afterLastMs)),
+      gzipTotalMs: median(gzRuns.map((g) => g.totalMs)),
+      gzipLongestBlockMs: median(gzRuns.map((g) => g.longestBlockMs)),
       jsonParseMs,
     });
   }
