@@ -178,6 +178,8 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     const read = requestedModel(t.method, target.path, req.headers, body, max, prepass);
     // Only a compressed body gives a promise (it is decoded off the event loop): no tick for the rest.
     const m = read instanceof Promise ? await read : read;
+    // A client that left while its body was being decoded has had its log line; count nothing for it.
+    if (res.destroyed) return;
     if (!m.ok) {
       const err = m.status === 413 ? Errors.BODY_TOO_LARGE : m.status === 415 ? Errors.UNSUPPORTED_ENCODING : Errors.BAD_REQUEST;
       return reject(res, t, m.status === 413 ? 'too_large' : 'bad_request', err, { params: { reason: m.reason, limit: max } });
