@@ -7,7 +7,7 @@
  * sluice's errors are OpenAI-shaped on every route, so the SDK's `err.error` is the whole body
  * `{ error: { code, message, type } }`: the code is `err.error.error.code`.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import Anthropic, {
   APIError,
   APIUserAbortError,
@@ -16,7 +16,7 @@ import Anthropic, {
   RateLimitError,
   type ClientOptions,
 } from '@anthropic-ai/sdk';
-import { ManualClock, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
+import { ManualClock, STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
 import { STANDIN_MODELS, STANDIN_TEXT } from '../../src/demo/relay.js';
 import {
   BEIJING_NOON,
@@ -57,17 +57,14 @@ function codeOf(err: unknown): string | undefined {
 }
 
 describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through sluice (%s headers): calls', (form) => {
-  let h: Harness;
+  const h = useHarness({ store: 'redis' });
   let key: string;
   let anthropic: Anthropic;
 
   beforeAll(async () => {
-    h = await startHarness({ store: 'redis' });
     key = await freshKey(h, 'an');
     anthropic = client(h, key, form);
   });
-  afterAll(() => h.close());
-  afterEach(() => h.relay.reset());
 
   it('messages.create', async () => {
     const msg = await anthropic.messages.create(params());
@@ -180,12 +177,7 @@ describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through s
 });
 
 describe('anthropic SDK through sluice: the x-api-key header counts only where the contract says', () => {
-  let h: Harness;
-
-  beforeAll(async () => {
-    h = await startHarness({ store: 'redis' });
-  });
-  afterAll(() => h.close());
+  const h = useHarness({ store: 'redis' }, { resetRelay: false });
 
   it('x-api-key alone on another endpoint (GET /v1/files) is a 401 AuthenticationError', async () => {
     const key = await freshKey(h, 'an-files');
@@ -205,15 +197,8 @@ describe('anthropic SDK through sluice: the x-api-key header counts only where t
 });
 
 describe.each(STORE_KINDS)('anthropic SDK through sluice: free-tier errors on the %s store', (kind) => {
-  let h: Harness;
-  let clock: ManualClock;
-
-  beforeAll(async () => {
-    clock = new ManualClock(BEIJING_NOON);
-    h = await startHarness({ store: kind, clock, file: { freeTier: { perDay: 25 } } });
-  });
-  afterAll(() => h.close());
-  afterEach(() => h.relay.reset());
+  const clock = new ManualClock(BEIJING_NOON);
+  const h = useHarness({ store: kind, clock, file: { freeTier: { perDay: 25 } } });
 
   it('over the window: RateLimitError 429, code free_tier_rate_limited, Retry-After in err.headers (both header forms)', async () => {
     const key = await freshKey(h, 'an-429');
@@ -296,13 +281,7 @@ describe.each(STORE_KINDS)('anthropic SDK through sluice: free-tier errors on th
 });
 
 describe('anthropic SDK through sluice: its own retries on the free-tier 429', () => {
-  let h: Harness;
-
-  beforeAll(async () => {
-    h = await startHarness({ store: 'redis', file: { freeTier: { perMinute: 1, windowSeconds: 1 } } });
-  });
-  afterAll(() => h.close());
-  afterEach(() => h.relay.reset());
+  const h = useHarness({ store: 'redis', file: { freeTier: { perMinute: 1, windowSeconds: 1 } } });
 
   it('a default client (maxRetries 2) waits Retry-After and retries messages.stream itself; the caller sees the text', async () => {
     const counter = countingFetch();

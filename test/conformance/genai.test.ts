@@ -8,9 +8,9 @@
  * `JSON.parse(err.message).error.code`. The SDK keeps no response headers on the error:
  * `Retry-After` is reachable only through a custom `httpOptions.fetch` (shown below).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, GoogleGenAI, type HttpOptions } from '@google/genai';
-import { ManualClock, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
+import { ManualClock, STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
 import { STANDIN_TEXT } from '../../src/demo/relay.js';
 import {
   BEIJING_NOON,
@@ -42,17 +42,14 @@ async function streamText(genai: GoogleGenAI, model = FREE): Promise<string> {
 }
 
 describe('genai SDK through sluice: calls', () => {
-  let h: Harness;
+  const h = useHarness({ store: 'redis' });
   let key: string;
   let genai: GoogleGenAI;
 
   beforeAll(async () => {
-    h = await startHarness({ store: 'redis' });
     key = await freshKey(h, 'gg');
     genai = client(h, key);
   });
-  afterAll(() => h.close());
-  afterEach(() => h.relay.reset());
 
   it('models.generateContent', async () => {
     const res = await genai.models.generateContent({ model: FREE, contents: 'hi' });
@@ -137,15 +134,8 @@ describe('genai SDK through sluice: calls', () => {
 });
 
 describe.each(STORE_KINDS)('genai SDK through sluice: free-tier errors on the %s store', (kind) => {
-  let h: Harness;
-  let clock: ManualClock;
-
-  beforeAll(async () => {
-    clock = new ManualClock(BEIJING_NOON);
-    h = await startHarness({ store: kind, clock, file: { freeTier: { perDay: 25 } } });
-  });
-  afterAll(() => h.close());
-  afterEach(() => h.relay.reset());
+  const clock = new ManualClock(BEIJING_NOON);
+  const h = useHarness({ store: kind, clock, file: { freeTier: { perDay: 25 } } });
 
   it('over the window: ApiError status 429, code free_tier_rate_limited in the message; Retry-After through a custom fetch', async () => {
     const key = await freshKey(h, 'gg-429');
@@ -213,13 +203,7 @@ describe.each(STORE_KINDS)('genai SDK through sluice: free-tier errors on the %s
 });
 
 describe('genai SDK through sluice: retries on the free-tier 429', () => {
-  let h: Harness;
-
-  beforeAll(async () => {
-    h = await startHarness({ store: 'redis', file: { freeTier: { perMinute: 1, windowSeconds: 1 } } });
-  });
-  afterAll(() => h.close());
-  afterEach(() => h.relay.reset());
+  const h = useHarness({ store: 'redis', file: { freeTier: { perMinute: 1, windowSeconds: 1 } } });
 
   it('by default the SDK does not retry: the 429 reaches the caller after one attempt', async () => {
     const counter = countingFetch();

@@ -3,9 +3,9 @@
  * stand-in behind it. What a caller of the SDK sees is what is asserted: typed results, the
  * error class, `err.code`, and `Retry-After` through `err.headers`.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import OpenAI, { APIError, APIUserAbortError, AuthenticationError, RateLimitError } from 'openai';
-import { ManualClock, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
+import { ManualClock, STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
 import { STANDIN_MODELS, STANDIN_TEXT, standinDeltas } from '../../src/demo/relay.js';
 import {
   BEIJING_NOON,
@@ -27,17 +27,14 @@ function client(h: Harness, key: string, opts: Partial<ConstructorParameters<typ
 }
 
 describe('openai SDK through sluice: calls', () => {
-  let h: Harness;
+  const h = useHarness({ store: 'redis' });
   let key: string;
   let openai: OpenAI;
 
   beforeAll(async () => {
-    h = await startHarness({ store: 'redis' });
     key = await freshKey(h, 'oa');
     openai = client(h, key);
   });
-  afterAll(() => h.close());
-  afterEach(() => h.relay.reset());
 
   it('chat.completions.create', async () => {
     const { data, response } = await openai.chat.completions
@@ -233,15 +230,8 @@ describe('openai SDK through sluice: calls', () => {
 });
 
 describe.each(STORE_KINDS)('openai SDK through sluice: free-tier errors on the %s store', (kind) => {
-  let h: Harness;
-  let clock: ManualClock;
-
-  beforeAll(async () => {
-    clock = new ManualClock(BEIJING_NOON);
-    h = await startHarness({ store: kind, clock, file: { freeTier: { perDay: 25 } } });
-  });
-  afterAll(() => h.close());
-  afterEach(() => h.relay.reset());
+  const clock = new ManualClock(BEIJING_NOON);
+  const h = useHarness({ store: kind, clock, file: { freeTier: { perDay: 25 } } });
 
   it('over the window: RateLimitError 429, code free_tier_rate_limited, Retry-After in err.headers', async () => {
     const openai = client(h, await freshKey(h, 'oa-429'));
@@ -327,14 +317,8 @@ describe.each(STORE_KINDS)('openai SDK through sluice: free-tier errors on the %
 });
 
 describe('openai SDK through sluice: its own retries on the free-tier 429', () => {
-  let h: Harness;
-
-  beforeAll(async () => {
-    // One free call per second: Retry-After is 1 s, so the SDK's wait is short.
-    h = await startHarness({ store: 'redis', file: { freeTier: { perMinute: 1, windowSeconds: 1 } } });
-  });
-  afterAll(() => h.close());
-  afterEach(() => h.relay.reset());
+  // One free call per second: Retry-After is 1 s, so the SDK's wait is short.
+  const h = useHarness({ store: 'redis', file: { freeTier: { perMinute: 1, windowSeconds: 1 } } });
 
   it('a default client (maxRetries 2) waits Retry-After and retries the 429 itself; the caller sees success', async () => {
     const counter = countingFetch();

@@ -2,7 +2,7 @@
  * Starts a real sluice on loopback in front of the relay stand-in, on the
  * Redis store (shared test Redis, unique key prefix) or the embedded store.
  */
-import { inject } from 'vitest';
+import { afterAll, afterEach, beforeAll, inject } from 'vitest';
 import pino from 'pino';
 import { createSluice, createStore, type Sluice } from '../../src/app.js';
 import { ManualClock, systemClock, type Clock } from '../../src/clock.js';
@@ -108,6 +108,26 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
 }
 
 export { ManualClock };
+
+/**
+ * One harness for the enclosing describe block: started before its tests, closed after them, the
+ * relay stand-in reset after each test unless `resetRelay` is false. The returned object stands
+ * for the harness once started.
+ */
+export function useHarness(opts: HarnessOptions, { resetRelay = true }: { resetRelay?: boolean } = {}): Harness {
+  let current: Harness | undefined;
+  beforeAll(async () => {
+    current = await startHarness(opts);
+  });
+  afterAll(() => current?.close());
+  if (resetRelay) afterEach(() => current?.relay.reset());
+  return new Proxy({} as Harness, {
+    get(_target, prop) {
+      if (current === undefined) throw new Error('the harness is used before its describe block started it');
+      return Reflect.get(current, prop) as unknown;
+    },
+  });
+}
 
 /** Runs a describe block once per store kind. */
 export const STORE_KINDS: StoreKind[] = ['redis', 'memory'];
