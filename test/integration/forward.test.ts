@@ -116,6 +116,25 @@ describe.each(STORE_KINDS)('forwarding on the %s store', (kind) => {
     expect(h.relay.requests).toHaveLength(3);
   });
 
+  it('neither forwards nor counts a compressed call whose client left while its body was being decoded', async () => {
+    const { key: leaverKey } = await h.createKey('left-during-decode');
+    const text = JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(11 * 1024 * 1024) }], model: 'vend-flash-free' });
+    const gz = gzipSync(text);
+    const headers = { authorization: `Bearer ${leaverKey}`, 'content-type': 'application/json', 'content-encoding': 'gzip' };
+    await new Promise<void>((resolve) => {
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { ...headers, 'content-length': String(gz.length) } });
+      req.on('error', () => resolve());
+      req.on('close', () => resolve());
+      // Leave as soon as the last byte is written: sluice is then still inflating 11 MB.
+      req.end(gz, () => req.destroy());
+    });
+    await sleep(500);
+    expect(h.relay.requests).toHaveLength(0);
+    const next = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${leaverKey}` }, body: JSON.stringify({ model: 'vend-flash-free' }) });
+    expect(next.status).toBe(200);
+    expect(next.headers['ratelimit']).toMatch(/"free-window";r=19;/); // the departed call did not count
+  });
+
   it('keeps an explicitly empty POST body as content-length: 0', async () => {
     await request(h.url, 'POST', '/v1/models', { headers: { ...auth(), 'content-length': '0' } });
     const got = h.relay.requests[0]!;
