@@ -366,7 +366,6 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
   ]);
   const main = table(mainHead, mainRows, ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r']);
 
-  const halfMed = (id: string, k: 'p50' | 'p99' | 'p999' | 'rps'): number => median(x.half.get(id)!.map((r) => r[k]));
   /** Median over rounds of (variant's p99 − bare's p99 in the same round): paired, so drift cancels. */
   const pairedAdded = (m: Map<string, RateResult[]>, id: string, k: 'p50' | 'p99' = 'p99'): number =>
     median(m.get(id)!.map((r, i) => r[k] - m.get('bare-http-proxy')![i]![k]));
@@ -374,33 +373,28 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
     const xs = m.get(id)!.map((r) => r.p99);
     return `${f(Math.min(...xs), 1)}–${f(Math.max(...xs), 1)}`;
   };
-  const halfRows = [...x.half.keys()].map((id) => [
-    id,
-    f(halfMed(id, 'rps'), 0),
-    f(halfMed(id, 'p50')),
-    f(halfMed(id, 'p99')),
-    spread(x.half, id),
-    f(halfMed(id, 'p999')),
-    f(pairedAdded(x.half, id, 'p50')),
-    f(pairedAdded(x.half, id)),
-    String(x.half.get(id)!.reduce((a, r) => a + r.non2xx + r.errors, 0)),
-  ]);
-  const halfHead = ['variant', 'req/s', 'p50 ms', 'p99 ms', 'p99 range ms', 'p99.9 ms', 'added p50 ms', 'added p99 ms', 'non-2xx+errors'];
-  const halfAlign: ('l' | 'r')[] = ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'];
-  const halfT = table(halfHead, halfRows, halfAlign);
-  const ownMed = (id: string, k: 'p50' | 'p99' | 'p999' | 'rps'): number => median(x.halfOwn.get(id)!.map((r) => r[k]));
-  const ownRows = [...x.halfOwn.keys()].map((id) => [
-    id,
-    f(ownMed(id, 'rps'), 0),
-    f(ownMed(id, 'p50')),
-    f(ownMed(id, 'p99')),
-    spread(x.halfOwn, id),
-    f(ownMed(id, 'p999')),
-    f(pairedAdded(x.halfOwn, id, 'p50')),
-    f(pairedAdded(x.halfOwn, id)),
-    String(x.halfOwn.get(id)!.reduce((a, r) => a + r.non2xx + r.errors, 0)),
-  ]);
-  const ownT = table(halfHead, ownRows, halfAlign);
+  /** One fixed-rate latency table (both rates share its columns). */
+  const latencyTable = (m: Map<string, RateResult[]>): ReturnType<typeof table> => {
+    const med = (id: string, k: 'p50' | 'p99' | 'p999' | 'rps'): number => median(m.get(id)!.map((r) => r[k]));
+    const rows = [...m.keys()].map((id) => [
+      id,
+      f(med(id, 'rps'), 0),
+      f(med(id, 'p50')),
+      f(med(id, 'p99')),
+      spread(m, id),
+      f(med(id, 'p999')),
+      f(pairedAdded(m, id, 'p50')),
+      f(pairedAdded(m, id)),
+      String(m.get(id)!.reduce((a, r) => a + r.non2xx + r.errors, 0)),
+    ]);
+    return table(
+      ['variant', 'req/s', 'p50 ms', 'p99 ms', 'p99 range ms', 'p99.9 ms', 'added p50 ms', 'added p99 ms', 'non-2xx+errors'],
+      rows,
+      ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+    );
+  };
+  const halfT = latencyTable(x.half);
+  const ownT = latencyTable(x.halfOwn);
 
   const ttfeMed = (a: StreamTiming[], k: 'firstEventMs' | 'totalMs'): number => median(a.map((t) => t[k]));
   const ttfeP = (a: StreamTiming[], p: number): number => {
