@@ -19,7 +19,7 @@ import { createLogger } from './log.js';
 import { Metrics } from './metrics/index.js';
 import { applyReload, buildPolicy, type Policy } from './policy.js';
 import { MemoryStore } from './store/memory.js';
-import { RedisStore } from './store/redis.js';
+import { RedisStore, redisStoreOptions } from './store/redis.js';
 import type { Store } from './store/types.js';
 
 export interface SluiceOptions {
@@ -55,16 +55,7 @@ export interface Sluice {
 }
 
 export function createStore(config: Config, log: Logger): Store {
-  const r = config.redis;
-  if (r.url) {
-    return new RedisStore({
-      url: r.url,
-      keyPrefix: r.keyPrefix,
-      commandTimeoutMs: r.commandTimeoutMs,
-      sentinels: r.sentinels && r.sentinelName ? { addresses: r.sentinels, name: r.sentinelName } : undefined,
-      clusterNodes: r.clusterNodes ?? undefined,
-    });
-  }
+  if (config.redis.url) return new RedisStore(redisStoreOptions(config.redis, config.redis.url));
   log.warn('SLUICE_REDIS_URL is not set: using the embedded in-process store. Keys and limits live in this process only; run exactly one replica.');
   return new MemoryStore();
 }

@@ -9,7 +9,7 @@ import { KeyService, KeyServiceError } from './admin/keys.js';
 import { systemClock } from './clock.js';
 import { buildConfig, loadConfig, publicConfig, readConfigFile } from './config.js';
 import { ConfigError } from './errors.js';
-import { RedisStore } from './store/redis.js';
+import { RedisStore, redisStoreOptions } from './store/redis.js';
 
 const USAGE = `usage: sluice <command>
 
@@ -41,7 +41,9 @@ async function redisOps(): Promise<KeyOps> {
   if (!cfg.redis.url) {
     fail('no SLUICE_REDIS_URL configured: the embedded store lives inside the running sluice; use --admin-url http://<host>:<admin port> with SLUICE_ADMIN_TOKEN');
   }
-  const store = new RedisStore({ url: cfg.redis.url, commandTimeoutMs: 2000 });
+  // The same prefix, Sentinel or Cluster as the sidecars, or the keys land where none of them looks;
+  // a longer command bound, since a person waits here, not a request.
+  const store = new RedisStore({ ...redisStoreOptions(cfg.redis, cfg.redis.url), commandTimeoutMs: Math.max(2000, cfg.redis.commandTimeoutMs) });
   try {
     await store.waitReady(5000);
   } catch (err) {
@@ -84,6 +86,7 @@ async function keys(args: string[]): Promise<void> {
     options: { user: { type: 'string' }, name: { type: 'string' }, key: { type: 'string' }, 'admin-url': { type: 'string' } },
   });
   const [sub, arg] = positionals;
+  if (sub !== 'create' && sub !== 'list' && sub !== 'delete') fail(USAGE);
   const adminUrl = values['admin-url'] ?? process.env.SLUICE_ADMIN_URL;
   const ops = adminUrl ? adminOps(adminUrl) : await redisOps();
   try {
@@ -134,4 +137,8 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-main(process.argv.slice(2)).catch((err: unknown) => fail(err instanceof Error ? err.message : String(err), 1));
+main(process.argv.slice(2)).catch((err: unknown) => {
+  // An unknown or malformed option is a usage error (exit 2), like a missing argument.
+  const usage = err instanceof Error && 'code' in err && typeof err.code === 'string' && err.code.startsWith('ERR_PARSE_ARGS_');
+  fail(err instanceof Error ? err.message : String(err), usage ? 2 : 1);
+});

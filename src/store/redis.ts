@@ -5,6 +5,7 @@
  * what an error means.
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { RedisConfig } from '../config.js';
 import { CONSUME_LUA, CREATE_KEY_LUA, DELETE_KEY_LUA, INSPECT_LUA } from './scripts.js';
 import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, Store } from './types.js';
 
@@ -30,6 +31,17 @@ export interface RedisStoreOptions {
   clusterNodes?: string[];
   /** Extra ioredis options. */
   redisOptions?: RedisOptions;
+}
+
+/** The store options a config's `redis` section describes (the server and the CLI alike). */
+export function redisStoreOptions(r: RedisConfig, url: string): RedisStoreOptions {
+  return {
+    url,
+    keyPrefix: r.keyPrefix,
+    commandTimeoutMs: r.commandTimeoutMs,
+    ...(r.sentinels && r.sentinelName ? { sentinels: { addresses: r.sentinels, name: r.sentinelName } } : {}),
+    ...(r.clusterNodes ? { clusterNodes: r.clusterNodes } : {}),
+  };
 }
 
 function hostPort(hp: string): { host: string; port: number } {

@@ -2,7 +2,7 @@ import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ADMIN_TOKEN, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
-import { freePort } from '../support/redis.js';
+import { freePort, uniquePrefix } from '../support/redis.js';
 
 const run = promisify(execFile);
 const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -110,6 +110,30 @@ describe('the sluice command line', () => {
     expect(listed.keys.map((k) => k.id)).toEqual([created.id]);
     expect((await cli(['keys', 'delete', created.id], env)).stdout).toContain('deleted');
     await expect(cli(['keys', 'delete', created.id], env)).rejects.toMatchObject({ code: 1 });
+  });
+
+  it('writes keys where the sidecars look: the configured key prefix', async () => {
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const prefix = uniquePrefix('cli');
+    const dir = mkdtempSync('/tmp/sluice-cli-');
+    writeFileSync(`${dir}/config.yaml`, `redis:\n  keyPrefix: "${prefix}"\n`);
+    const created = JSON.parse(
+      (await cli(['keys', 'create', '--user', 'prefixed'], { SLUICE_REDIS_URL: inject('redisUrl'), SLUICE_CONFIG: `${dir}/config.yaml` })).stdout,
+    ) as { key: string };
+    const h = await startHarness({ store: 'redis', prefix });
+    try {
+      const r = await fetch(`${h.url}/v1/models`, { headers: { authorization: `Bearer ${created.key}` } });
+      expect(r.status).toBe(200);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('exits 2 on a usage error, before touching Redis', async () => {
+    const unreachable = { SLUICE_REDIS_URL: 'redis://127.0.0.1:1' };
+    await expect(cli(['keys', 'list', '--usr', 'x'], unreachable)).rejects.toMatchObject({ code: 2 });
+    await expect(cli(['keys', 'frobnicate'], unreachable)).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage') });
+    await expect(cli(['keys', 'list', '--user', 'x'], unreachable)).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('cannot reach Redis') });
   });
 
   it('validates a config file and names the bad key', async () => {
