@@ -1,4 +1,5 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -20,6 +21,19 @@ describe('config', () => {
     expect(c.trustedProxies).toEqual([]);
     expect(c.redis.url).toBeNull();
     expect(c.upstream.credential).toBeNull();
+  });
+
+  it('takes the README\'s documented config file as valid, and as exactly the defaults', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const block = /### Config file\n\n```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(block).toBeDefined();
+    const documented = buildConfig(parseYaml(block!) as Record<string, unknown>, ENV);
+    expect(documented).toEqual(buildConfig({}, ENV));
+  });
+
+  it('reads a key set to null as a key left out', () => {
+    const c = buildConfig({ redis: { url: null, sentinels: null }, freeTier: { models: null, shadow: null }, upstream: { credential: null } }, ENV);
+    expect(c).toEqual(buildConfig({}, ENV));
   });
 
   it('refuses to start without SLUICE_UPSTREAM_URL, saying so', () => {

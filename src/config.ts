@@ -73,7 +73,7 @@ export const DEFAULTS = Object.freeze({
   adminHost: '0.0.0.0',
   adminPort: 9090,
   maxBodyBytes: 32 * 1024 * 1024,
-  freeTier: { perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null, shadow: false },
+  freeTier: { perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null as string[] | null, shadow: false },
   logLevel: 'info',
   drainSeconds: 30,
   redisKeyPrefix: 'sluice:',
@@ -161,7 +161,7 @@ function redisUrl(v: unknown, key: string): string {
   return s;
 }
 
-export function parseCidr(entry: string, key: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } {
+function parseCidr(entry: string, key: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } {
   const [addr = '', bits] = entry.trim().split('/');
   const fam = isIP(addr);
   if (fam === 0) throw new ConfigError(`config key "${key}" has an invalid address: ${JSON.stringify(entry)}`);
@@ -184,7 +184,7 @@ function validTimeZone(tz: string, key: string): string {
 
 function freeTier(v: unknown): FreeTierConfig {
   const d = DEFAULTS.freeTier;
-  if (v === undefined || v === null) return { ...d };
+  if (v === undefined) return { ...d };
   if (!isObject(v)) throw new ConfigError('config key "freeTier" must be a mapping');
   checkKeys(v, ['perMinute', 'windowSeconds', 'perDay', 'timeZone', 'modelSuffix', 'models', 'shadow'], 'freeTier.');
   if (v.modelSuffix !== undefined && v.models !== undefined) {
@@ -196,13 +196,13 @@ function freeTier(v: unknown): FreeTierConfig {
     perDay: v.perDay === undefined ? d.perDay : int(v.perDay, 'freeTier.perDay', 1, 100_000_000),
     timeZone: v.timeZone === undefined ? d.timeZone : validTimeZone(str(v.timeZone, 'freeTier.timeZone'), 'freeTier.timeZone'),
     modelSuffix: v.modelSuffix === undefined ? d.modelSuffix : str(v.modelSuffix, 'freeTier.modelSuffix'),
-    models: v.models === undefined ? null : strList(v.models, 'freeTier.models'),
-    shadow: v.shadow === undefined ? false : bool(v.shadow, 'freeTier.shadow'),
+    models: v.models === undefined ? d.models : strList(v.models, 'freeTier.models'),
+    shadow: v.shadow === undefined ? d.shadow : bool(v.shadow, 'freeTier.shadow'),
   };
 }
 
 function ipLimits(v: unknown): IpLimitRule[] {
-  if (v === undefined || v === null) return DEFAULT_IP_LIMITS.map((r) => ({ ...r, paths: [...r.paths] }));
+  if (v === undefined) return DEFAULT_IP_LIMITS.map((r) => ({ ...r, paths: [...r.paths] }));
   if (!Array.isArray(v)) throw new ConfigError('config key "ipLimits" must be a list of rules');
   const names = new Set<string>();
   return v.map((r: unknown, i) => {
@@ -287,7 +287,15 @@ export const ENV_VARS = {
  * Builds the effective config from a parsed file (may be empty) and the
  * environment. Throws ConfigError naming the bad key.
  */
-export function buildConfig(file: Raw, env: NodeJS.ProcessEnv): Config {
+/** A key set to null (YAML `~` or an empty value) means the same as a key left out, at any depth. */
+function withoutNulls(v: Raw): Raw {
+  const out: Raw = {};
+  for (const [k, x] of Object.entries(v)) if (x !== null) out[k] = isObject(x) ? withoutNulls(x) : x;
+  return out;
+}
+
+export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
+  const file = withoutNulls(rawFile);
   checkKeys(file, FILE_KEYS, '');
   const up = file.upstream === undefined ? {} : file.upstream;
   if (!isObject(up)) throw new ConfigError('config key "upstream" must be a mapping');
@@ -382,7 +390,7 @@ export function publicConfig(cfg: Config): Record<string, unknown> {
   };
 }
 
-export function redactUrl(u: string): string {
+function redactUrl(u: string): string {
   try {
     const url = new URL(u);
     if (url.password) url.password = '***';

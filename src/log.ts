@@ -4,7 +4,7 @@
  */
 import pino, { type Logger } from 'pino';
 
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'req.headers.authorization',
   'req.headers["x-api-key"]',
   'req.headers["x-goog-api-key"]',

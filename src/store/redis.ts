@@ -5,7 +5,7 @@
  * what an error means.
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import type { RedisConfig } from '../config.js';
+import { DEFAULTS, type RedisConfig } from '../config.js';
 import { CONSUME_LUA, CREATE_KEY_LUA, DELETE_KEY_LUA, INSPECT_LUA } from './scripts.js';
 import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, Store } from './types.js';
 
@@ -76,7 +76,7 @@ export class RedisStore implements Store {
   private corked: Redis['stream'] | null = null;
 
   constructor(opts: RedisStoreOptions) {
-    this.prefix = opts.keyPrefix ?? 'sluice:';
+    this.prefix = opts.keyPrefix ?? DEFAULTS.redisKeyPrefix;
     this.registry = `${this.prefix}{keys}:`;
     this.channel = `${this.prefix}keys:changed`;
     const base: RedisOptions = {
@@ -85,7 +85,7 @@ export class RedisStore implements Store {
       // Measured (bench/tools/redis-consume.ts): without auto-pipelining ioredis made 29-35k
       // decisions/s against 18-20k with it, at ~20 % less CPU; limit decisions are independent.
       enableAutoPipelining: false,
-      commandTimeout: opts.commandTimeoutMs ?? 100,
+      commandTimeout: opts.commandTimeoutMs ?? DEFAULTS.redisCommandTimeoutMs,
       connectTimeout: opts.connectTimeoutMs ?? 2000,
       // Keep trying to reconnect in the background, never block callers.
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),

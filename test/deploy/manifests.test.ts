@@ -15,7 +15,7 @@ import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/Netw
 import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import type { ISecret } from 'kubernetes-models/v1/Secret';
 import type { IService } from 'kubernetes-models/v1/Service';
-import { buildConfig, ENV_VARS } from '../../src/config.js';
+import { buildConfig, DEFAULTS, ENV_VARS } from '../../src/config.js';
 import {
   APPLIED,
   byKind,
@@ -43,7 +43,6 @@ import {
 /** Seconds between the end of the drain and SIGKILL, for the process to exit after draining. */
 const SHUTDOWN_MARGIN_SECONDS = 5;
 /** The program's default when the config file does not set drainSeconds. */
-const DEFAULT_DRAIN_SECONDS = 30;
 /** Measured memory (MB RSS): idle and at 5,000 concurrent streams. */
 const MEASURED_IDLE_MB = 80;
 const MEASURED_PEAK_MB = 150;
@@ -75,7 +74,7 @@ function drainSecondsOf(files: Map<string, string>, fileName: string): number {
   if (text === undefined) throw new Error(`the config ConfigMap has no ${fileName}`);
   const doc = (parseYaml(text) ?? {}) as Record<string, unknown>;
   const v = doc.drainSeconds;
-  if (v === undefined) return DEFAULT_DRAIN_SECONDS;
+  if (v === undefined) return DEFAULTS.drainSeconds;
   if (typeof v !== 'number') throw new Error(`drainSeconds in ${fileName} is not a number`);
   return v;
 }
