@@ -69,7 +69,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
   const limits = new GuardedLimits(store, metrics, () => config.limits.onStoreError);
   let policy: Policy = buildPolicy(config, limits, clock);
   const authenticator = new Authenticator([storeKeySource(store, (fn) => metrics.timeStore('find_key', fn))], clock, opts.auth);
-  const forwarder = new Forwarder({ upstream: config.upstream.url });
+  const forwarder = new Forwarder({ upstream: config.upstream.url, openStreams: metrics.openStreams });
   const keys = new KeyService(store, clock, (hash) => authenticator.onChange({ type: 'deleted', hash }));
   let draining = false;
 

@@ -66,6 +66,14 @@ describe('readBody', () => {
     expect(r.ok && r.body.equals(body)).toBe(true);
   });
 
+  it('reports a request whose client left before the read began as aborted, not pending forever', async () => {
+    const req = new Readable({ read() {} }) as unknown as IncomingMessage;
+    req.headers = { 'content-length': '10' };
+    (req as unknown as Readable).destroy();
+    await new Promise((resolve) => setImmediate(resolve)); // its 'close' is over
+    expect(await readBody(req, 100)).toEqual({ ok: false, reason: 'aborted' });
+  });
+
   it('does not reserve the declared length before the bytes arrive', async () => {
     const declared = 32 * 1024 * 1024;
     const req = new Readable({ read() {} }) as unknown as IncomingMessage;

@@ -100,6 +100,8 @@ export function readBody(req: IncomingMessage, maxBytes: number, observer?: Chun
   const declared = req.headers['content-length'];
   const expected = declared === undefined ? -1 : Number(declared);
   if (expected > maxBytes) return Promise.resolve({ ok: false, reason: 'too-large' });
+  // Gone while an earlier step awaited: its 'close' has passed, so no listener below would ever hear it.
+  if (req.destroyed && !req.complete) return Promise.resolve({ ok: false, reason: 'aborted' });
   // Outside the closures below, so that `observer` itself is not kept by them.
   let feed = observer ?? null;
   return new Promise((resolve) => {

@@ -4,7 +4,7 @@
  * relay's shape byte for byte: Go's encoder sorts keys, so `code`, `message`,
  * `type`; the message ends with `(request id: <id>)`.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export interface ErrorSpec {
   readonly status: number;
@@ -66,8 +66,20 @@ export function errorBody(err: ErrorSpec, requestId: string, params?: Record<str
 export interface SendErrorOptions {
   params?: Record<string, string | number>;
   headers?: Record<string, string>;
-  /** Close the connection afterwards (the request body was not read). */
+  /** Close the connection afterwards (also done, whatever this says, when the request body is unread). */
   close?: boolean;
+}
+
+/**
+ * A request body not read yet: answering and keeping the connection would make Node read and
+ * discard the rest of it however long it is, so an answer given before the body (401, 429, 413)
+ * closes the connection instead.
+ */
+function bodyUnread(res: ServerResponse): boolean {
+  const req = res.req as IncomingMessage | undefined;
+  if (req === undefined || req.complete) return false;
+  const length = req.headers['content-length'];
+  return length !== undefined ? length !== '0' : req.headers['transfer-encoding'] !== undefined;
 }
 
 export function sendError(res: ServerResponse, err: ErrorSpec, requestId: string, opts: SendErrorOptions = {}): void {
@@ -76,7 +88,7 @@ export function sendError(res: ServerResponse, err: ErrorSpec, requestId: string
     return;
   }
   const headers: Record<string, string | number> = { 'x-oneapi-request-id': requestId, ...opts.headers };
-  if (opts.close) headers['connection'] = 'close';
+  if (opts.close || bodyUnread(res)) headers['connection'] = 'close';
   if (!err.json) {
     headers['content-length'] = 0;
     res.writeHead(err.status, headers);

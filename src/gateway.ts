@@ -168,7 +168,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
       prepass = modelPrepass(t.method, target.path, req.headers);
       const r = await readBody(req, max, prepass);
       if (!r.ok) {
-        if (r.reason === 'too-large') return reject(res, t, 'too_large', Errors.BODY_TOO_LARGE, { params: { limit: max }, close: true });
+        if (r.reason === 'too-large') return reject(res, t, 'too_large', Errors.BODY_TOO_LARGE, { params: { limit: max } });
         t.decision = 'client_aborted';
         res.destroy();
         return done(t);
@@ -178,7 +178,8 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     const read = requestedModel(t.method, target.path, req.headers, body, max, prepass);
     // Only a compressed body gives a promise (it is decoded off the event loop): no tick for the rest.
     const m = read instanceof Promise ? await read : read;
-    // A client that left while its body was being decoded has had its log line; count nothing for it.
+    // A client that left while sluice waited on it (key lookup, body, decoding) has had its log
+    // line; the free tier counts nothing for it and nothing is forwarded.
     if (res.destroyed) return;
     if (!m.ok) {
       const err = m.status === 413 ? Errors.BODY_TOO_LARGE : m.status === 415 ? Errors.UNSUPPORTED_ENCODING : Errors.BAD_REQUEST;
@@ -189,17 +190,21 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     // 5. Free tier: one store round trip, only for free models.
     const free = m.model !== null && p.freeTier.isFree(m.model);
     t.freeTier = free;
-    let extraHeaders: string[] | undefined;
+    // The RateLimit fields of this free call's answer (none in shadow mode); the relay's own, if it sends any, win.
+    let rateLimit: Record<string, string> | undefined;
     if (free) {
       const v = await p.freeTier.admit(auth.identity.user);
-      const fields = p.freeTier.rateLimitFields(v);
-      const rl = { 'ratelimit-policy': fields.policy, ratelimit: fields.state };
+      const shadow = p.config.freeTier.shadow;
+      if (!shadow) {
+        const fields = p.freeTier.rateLimitFields(v);
+        rateLimit = { 'ratelimit-policy': fields.policy, ratelimit: fields.state };
+      }
       if (!v.admitted) {
-        if (p.config.freeTier.shadow) {
+        if (shadow) {
           shadowReject(t, 'free_tier', v.reason);
         } else {
           const c = p.config.freeTier;
-          const headers = { 'retry-after': String(v.retryAfterSeconds), ...rl };
+          const headers = { 'retry-after': String(v.retryAfterSeconds), ...rateLimit };
           return v.reason === 'day'
             ? reject(res, t, 'free_tier_day', Errors.FREE_TIER_DAILY_EXHAUSTED, { headers, params: { limit: c.perDay, timeZone: c.timeZone } })
             : reject(res, t, 'free_tier_minute', Errors.FREE_TIER_RATE_LIMITED, {
@@ -208,8 +213,6 @@ export function createGateway(d: GatewayDeps): RequestHandler {
               });
         }
       }
-      // The relay's own fields, if it sends any, win (never loosened by sluice).
-      if (!p.config.freeTier.shadow) extraHeaders = ['ratelimit-policy', fields.policy, 'ratelimit', fields.state];
     }
 
     // 6. Forward.
@@ -220,30 +223,23 @@ export function createGateway(d: GatewayDeps): RequestHandler {
       bodyLength: body === null ? null : body.length,
     });
     req.url = target.forwardUrl;
-    let streaming = false;
     d.forwarder.forward({
       req,
       res,
       body,
       requestId: t.id,
-      extraHeaders,
-      intercept: (up) => {
-        // The relay's 429 on an admitted free call means its own upstream free tier is busy.
-        if (free && up.statusCode === 429) {
-          t.decision = 'free_tier_upstream';
-          t.status = 402;
-          sendError(res, Errors.FREE_TIER_EXHAUSTED, t.id, { headers: { 'retry-after': '30', ...(extraHeaders && { 'ratelimit-policy': extraHeaders[1]!, ratelimit: extraHeaders[3]! }) } });
-          return true;
-        }
-        const ct = up.headers['content-type'];
-        if (ct !== undefined && ct.startsWith('text/event-stream')) {
-          streaming = true;
-          metrics.openStreams.inc();
-        }
-        return false;
-      },
+      extraHeaders: rateLimit,
+      // The relay's 429 on an admitted free call means its own upstream free tier is busy.
+      intercept: free
+        ? (up) => {
+            if (up.statusCode !== 429) return false;
+            t.decision = 'free_tier_upstream';
+            t.status = 402;
+            sendError(res, Errors.FREE_TIER_EXHAUSTED, t.id, { headers: { 'retry-after': '30', ...rateLimit } });
+            return true;
+          }
+        : undefined,
       done: (r: ForwardResult) => {
-        if (streaming) metrics.openStreams.dec();
         t.upstreamMs = r.upstreamMs;
         if (r.upstreamMs !== null) metrics.observeRelay(t.family, r.upstreamMs / 1000);
         if (r.outcome === 'intercepted') return done(t);

@@ -1,12 +1,20 @@
 /**
  * The forwarding engine: http-proxy behind one module so it stays swappable.
- * It owns the http-proxy defects a sidecar must handle (FIELD-NOTES):
+ * It owns the http-proxy defects a sidecar must handle:
  * keep-alive agent, re-sent bodies, error listener, aborts in both directions,
  * hop-by-hop stripping, and SSE passing through unbuffered and uncompressed.
  */
 import type http from 'node:http';
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
-import { createProxyEngine, createUpstreamAgent, defaultForwardEngine, engineTarget, type ForwardEngineName, type ProxyEngine } from './engine.js';
+import {
+  createProxyEngine,
+  createUpstreamAgent,
+  defaultForwardEngine,
+  engineTarget,
+  type ForwardEngineName,
+  type ProxyEngine,
+  type UpstreamAgentOptions,
+} from './engine.js';
 import { Errors, sendError } from '../errors.js';
 import { filterResponseHeaders } from './headers.js';
 
@@ -33,17 +41,16 @@ export interface ForwardJob {
    */
   intercept?: (upstream: IncomingMessage) => boolean;
   done?: (r: ForwardResult) => void;
-  /** Response fields (lower-case name, value, ...) added unless the relay sent a field of the same name. */
-  extraHeaders?: readonly string[];
+  /** Response fields (lower-case names) added unless the relay sent a field of the same name. */
+  extraHeaders?: Readonly<Record<string, string>>;
 }
 
-export interface ForwarderOptions {
+export interface ForwarderOptions extends UpstreamAgentOptions {
   upstream: URL;
-  /** Idle keep-alive sockets are closed after this long; keep it below the relay's own idle timeout. */
-  keepAliveIdleMs?: number;
-  maxFreeSockets?: number;
   /** The proxy library (default: the one the benchmarks chose, see engine.ts). */
   engine?: ForwardEngineName;
+  /** Counts event streams (text/event-stream answers) while they are open. */
+  openStreams?: { inc(): void; dec(): void };
 }
 
 const JOB = Symbol('sluice.forwardJob');
@@ -60,19 +67,23 @@ class JobState {
   /** Set once the relay answered. */
   status: number | null = null;
   upstreamMs: number | null = null;
+  /** Counted in `openStreams` until finished. */
+  streaming = false;
 
   constructor(
     readonly res: ServerResponse,
     readonly requestId: string,
     readonly intercept: ((upstream: IncomingMessage) => boolean) | undefined,
     readonly done: ((r: ForwardResult) => void) | undefined,
-    readonly extraHeaders: readonly string[] | undefined,
+    readonly extraHeaders: Readonly<Record<string, string>> | undefined,
+    readonly openStreams: ForwarderOptions['openStreams'],
     readonly sentAt: number,
   ) {}
 
   finish(outcome: ForwardOutcome, status: number | null, upstreamMs: number | null, error?: Error): void {
     if (this.finished) return;
     this.finished = true;
+    if (this.streaming) this.openStreams!.dec();
     if (this.done) this.done(error === undefined ? { outcome, status, upstreamMs } : { outcome, status, upstreamMs, error });
   }
 }
@@ -169,13 +180,17 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
   const extra = state.extraHeaders;
   if (extra !== undefined) {
     // sluice's own fields go out only where the relay sent none of the same name.
-    for (let i = 0; i < extra.length; i += 2) if (up.headers[extra[i]!] === undefined) headers.push(extra[i]!, extra[i + 1]!);
+    for (const name in extra) if (up.headers[name] === undefined) headers.push(name, extra[name]!);
   }
   res.writeHead(status, up.statusMessage, headers);
   const ct = up.headers['content-type'];
   if (ct !== undefined && ct.startsWith('text/event-stream')) {
     // Send headers now: a reasoning model may think for minutes before its first event.
     res.flushHeaders();
+    if (state.openStreams !== undefined) {
+      state.streaming = true;
+      state.openStreams.inc();
+    }
   }
   state.up = up;
   (up as IncomingMessage & Carrier)[JOB] = state;
@@ -208,8 +223,10 @@ export class Forwarder {
   readonly agent: http.Agent;
   readonly engine: ForwardEngineName;
   private readonly target: Record<string, string>;
+  private readonly openStreams: ForwarderOptions['openStreams'];
 
   constructor(opts: ForwarderOptions) {
+    this.openStreams = opts.openStreams;
     this.agent = createUpstreamAgent(opts.upstream, opts);
     this.target = engineTarget(opts.upstream);
     this.engine = opts.engine ?? defaultForwardEngine();
@@ -227,7 +244,7 @@ export class Forwarder {
 
   forward(job: ForwardJob): void {
     const { req, res } = job;
-    const state = new JobState(res, job.requestId, job.intercept, job.done, job.extraHeaders, performance.now());
+    const state = new JobState(res, job.requestId, job.intercept, job.done, job.extraHeaders, this.openStreams, performance.now());
     (req as WithJob)[JOB] = state;
     (res as ServerResponse & Carrier)[JOB] = state;
     res.on('close', onClientClose);

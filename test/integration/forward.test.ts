@@ -135,6 +135,20 @@ describe.each(STORE_KINDS)('forwarding on the %s store', (kind) => {
     expect(next.headers['ratelimit']).toMatch(/"free-window";r=19;/); // the departed call did not count
   });
 
+  it('answers a rejected request before its body and closes, instead of reading an unbounded body', async () => {
+    // A wrong key on a POST declaring 1 GB: the 401 comes at once and the server hangs up.
+    const head = 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong\r\nContent-Length: 1000000000\r\n\r\n{"model":';
+    const started = Date.now();
+    const answer = await rawExchange(port, head, 3000);
+    expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+    expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+    expect(Date.now() - started).toBeLessThan(2500); // closed by the server, not by our 3 s give-up
+    // A rejected request without a body keeps its connection.
+    const get = await rawExchange(port, 'GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong\r\n\r\n', 300);
+    expect(get).toMatch(/^HTTP\/1\.1 401 /);
+    expect(get).not.toMatch(/\r\nconnection: close\r\n/i);
+  });
+
   it('keeps an explicitly empty POST body as content-length: 0', async () => {
     await request(h.url, 'POST', '/v1/models', { headers: { ...auth(), 'content-length': '0' } });
     const got = h.relay.requests[0]!;
