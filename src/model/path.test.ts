@@ -50,53 +50,29 @@ describe('modelFromPath', () => {
     expect(modelFromPath(path)).toBeUndefined();
   });
 
-  describe('percent-encoding', () => {
-    it('decodes the model id', () => {
-      expect(modelFromPath('/v1beta/models/vend-flash-fre%65:generateContent')).toBe('vend-flash-free');
-      expect(modelFromPath('/v1beta/models/%76%65%6E%64-flash-free:generateContent')).toBe('vend-flash-free');
-      expect(modelFromPath('/v1/models/vend-flash-fre%65:generateContent')).toBe('vend-flash-free');
-      expect(modelFromPath('/v1/engines/vend-flash-fre%65/embeddings')).toBe('vend-flash-free');
-      expect(modelFromPath('/v1beta/models/vend-flash-fre%65')).toBe('vend-flash-free');
+  describe('takes the path as parseTarget decoded it (percent-encoding is tested in src/target.test.ts)', () => {
+    it('does not decode again: a % left in the decoded path is part of the model', () => {
+      expect(modelFromPath('/v1beta/models/a%25b:generateContent')).toBe('a%25b');
+      expect(modelFromPath('/v1beta/models/vend-flash-fre%65:generateContent')).toBe('vend-flash-fre%65');
+      expect(modelFromPath('/v1/engines/vend-flash-fre%65/embeddings')).toBe('vend-flash-fre%65');
     });
 
-    it('decodes multi-byte UTF-8', () => {
-      expect(modelFromPath('/v1beta/models/mod%C3%A8le:generateContent')).toBe('modèle');
+    it('does not split on an escaped colon or slash that is still escaped', () => {
+      expect(modelFromPath('/v1beta/models/vend-flash-free%3AgenerateContent')).toBe('vend-flash-free%3AgenerateContent');
+      expect(modelFromPath('/v1/models/vend-flash-free%3AgenerateContent')).toBeUndefined();
+      expect(modelFromPath('/v1/engines/a%2Fb/embeddings')).toBe('a%2Fb');
+      expect(modelFromPath('/v1beta%2Fmodels/gemini:generateContent')).toBeUndefined();
     });
 
-    it('leaves + alone, as path decoding does', () => {
+    it('reads a % that is not an escape as it is, without throwing', () => {
+      expect(modelFromPath('/v1beta/models/vend%zzfree:generateContent')).toBe('vend%zzfree');
+      expect(modelFromPath('/v1beta/models/free%')).toBe('free%');
+    });
+
+    it('reads decoded non-ASCII characters as they are', () => {
+      expect(modelFromPath('/v1beta/models/modèle:generateContent')).toBe('modèle');
+      expect(modelFromPath('/v1beta/models/gemini\uFFFD:generateContent')).toBe('gemini\uFFFD');
       expect(modelFromPath('/v1beta/models/a+b:generateContent')).toBe('a+b');
-    });
-
-    it('splits on an encoded colon, because the relay decodes the path before splitting', () => {
-      expect(modelFromPath('/v1beta/models/vend-flash-free%3AgenerateContent')).toBe('vend-flash-free');
-      expect(modelFromPath('/v1beta/models/vend-flash-free%3agenerateContent')).toBe('vend-flash-free');
-      expect(modelFromPath('/v1/models/vend-flash-free%3AgenerateContent')).toBe('vend-flash-free');
-    });
-
-    it('matches an encoded prefix and encoded slashes, as the relay routes on the decoded path', () => {
-      expect(modelFromPath('/v1beta%2Fmodels/gemini:generateContent')).toBe('gemini');
-      expect(modelFromPath('/v1beta/models%2Fgemini:generateContent')).toBe('gemini');
-      expect(modelFromPath('/v1/engines/a%2Fb/embeddings')).toBe('a');
-    });
-
-    it.each([
-      ['/v1beta/models/vend%zzfree:generateContent', 'vend%zzfree'],
-      ['/v1beta/models/vend%:generateContent', 'vend%'],
-      ['/v1beta/models/vend%6:generateContent', 'vend%6'],
-      ['/v1/models/%:generateContent', '%'],
-      ['/v1/engines/%g0/embeddings', '%g0'],
-      ['/v1beta/models/free%', 'free%'],
-    ])('returns the raw segment of %s when it is malformed', (path, model) => {
-      expect(modelFromPath(path)).toBe(model);
-    });
-
-    it('still decodes the model when only another part of the path is malformed', () => {
-      expect(modelFromPath('/v1beta/models/vend-flash-fre%65:generate%zz')).toBe('vend-flash-free');
-      expect(modelFromPath('/v1/engines/vend-flash-fre%65/embed%dings')).toBe('vend-flash-free');
-    });
-
-    it('does not throw on encoded bytes that are not UTF-8', () => {
-      expect(modelFromPath('/v1beta/models/gemini%FF:generateContent')).toBe('gemini\uFFFD');
     });
   });
 });
