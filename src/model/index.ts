@@ -7,7 +7,7 @@ import { modelFromPath } from './path.js';
 import { ModelPrepass, type StructureHints } from './prepass.js';
 import { scanModel } from './scan.js';
 
-export { ModelPrepass };
+export type { ModelPrepass };
 
 export type ModelResult =
   | { ok: true; model: string | null }
@@ -100,30 +100,35 @@ function formModel(contentType: string | undefined, body: Buffer): ModelResult {
     const v = new URLSearchParams(body.toString('latin1')).get('model');
     return { ok: true, model: v === null ? null : Buffer.from(v, 'latin1').toString('utf8') };
   }
-  if (ct.startsWith('multipart/form-data')) {
-    return { ok: true, model: multipartField(ct, body, 'model') };
-  }
+  // The boundary is case-sensitive: read it from the header as sent, not lower-cased.
+  if (ct.startsWith('multipart/form-data')) return { ok: true, model: multipartField(contentType!, body, 'model') };
   return NONE;
 }
 
+/**
+ * The first non-file part named `field`, as Go's multipart reader (and so gin) reads it: lines end
+ * in CRLF, or in LF alone when the first boundary line does.
+ */
 function multipartField(contentType: string, body: Buffer, field: string): string | null {
   const m = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType);
   const boundary = m?.[1] ?? m?.[2];
   if (!boundary) return null;
   const delim = Buffer.from(`--${boundary}`);
   let pos = body.indexOf(delim);
+  if (pos === -1) return null;
+  const nl = body[pos + delim.length] === 0x0d ? '\r\n' : '\n';
+  const blank = nl + nl;
+  const next = Buffer.from(nl + `--${boundary}`);
   while (pos !== -1) {
-    const headStart = pos + delim.length + 2; // past CRLF
-    const headEnd = body.indexOf('\r\n\r\n', headStart);
+    const headStart = pos + delim.length + nl.length;
+    const headEnd = body.indexOf(blank, headStart);
     if (headEnd === -1) return null;
     const head = body.toString('latin1', headStart, headEnd);
-    const next = body.indexOf(delim, headEnd + 4);
+    const valueStart = headEnd + blank.length;
+    const end = body.indexOf(next, valueStart);
     const name = /content-disposition:[^\r\n]*\bname="([^"]*)"/i.exec(head)?.[1];
-    if (name === field && !/filename=/i.test(head)) {
-      const end = next === -1 ? body.length : next - 2; // strip the CRLF before the delimiter
-      return body.toString('utf8', headEnd + 4, Math.max(headEnd + 4, end));
-    }
-    pos = next;
+    if (name === field && !/filename=/i.test(head)) return body.toString('utf8', valueStart, end === -1 ? body.length : end);
+    pos = end === -1 ? -1 : end + nl.length;
   }
   return null;
 }

@@ -121,7 +121,7 @@ describe('ModelPrepass', () => {
     const p = new ModelPrepass(0);
     p.feed(buf);
     expect(p.containerEnd(1)).toBeUndefined();
-    expect(scanModel(buf, p)).toEqual({ kind: 'not-object' });
+    expect(p.stringEnd(buf.indexOf('xxx'))).toBeUndefined();
   });
 
   it('carries an escape across a chunk boundary', () => {

@@ -13,17 +13,15 @@
  * recording, and the final scan then finds the fault on its own.
  */
 
+// The depth limit must be the final scan's own, or a hint could let through nesting it refuses.
+import { INLINE_STRING_SCAN, MAX_DEPTH } from './scan.js';
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const LBRACE = 0x7b;
 const RBRACE = 0x7d;
 const RBRACKET = 0x5d;
 
-/** Go's maximum nesting depth, counted as scan.ts counts it. */
-const MAX_DEPTH = 10_000;
-
-/** Strings shorter than this are searched byte by byte (the native indexOf call costs more). */
-const INLINE_STRING_SCAN = 32;
 
 export interface StructureHints {
   /** Offset just past the closing bracket, by the offset of a nested container's opening bracket. */

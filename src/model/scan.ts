@@ -52,13 +52,13 @@ const FALSE = Buffer.from('false');
 const NULL = Buffer.from('null');
 
 /** Go's scanner refuses documents nested deeper than this (encoding/json maxNestingDepth). */
-const MAX_DEPTH = 10_000;
+export const MAX_DEPTH = 10_000;
 
 /**
  * Strings shorter than this are searched byte by byte: most JSON strings are a few bytes long,
  * and the native indexOf call costs more than a few dozen comparisons.
  */
-const INLINE_STRING_SCAN = 32;
+export const INLINE_STRING_SCAN = 32;
 
 const MODEL = 'model';
 /** Each of the five characters of `model` may be spelt as a six-byte `\uXXXX` escape. */

@@ -1,0 +1,49 @@
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { requestedModel } from './index.js';
+
+const MB = 1024 * 1024;
+
+async function modelOf(contentType: string, body: string | Buffer, extra: Record<string, string> = {}): Promise<unknown> {
+  return requestedModel('POST', '/v1/audio/transcriptions', { 'content-type': contentType, ...extra }, Buffer.from(body), MB);
+}
+
+function multipart(boundary: string, nl: string, parts: Array<{ name: string; value: string; filename?: string }>): string {
+  let s = '';
+  for (const p of parts) {
+    s += `--${boundary}${nl}Content-Disposition: form-data; name="${p.name}"${p.filename ? `; filename="${p.filename}"` : ''}${nl}${nl}${p.value}${nl}`;
+  }
+  return s + `--${boundary}--${nl}`;
+}
+
+describe('requestedModel: form bodies (the relay binds them too)', () => {
+  it('reads the model of a multipart body whatever the case of its boundary (browsers mix cases)', async () => {
+    const b = '----WebKitFormBoundaryAbC123xYz';
+    const body = multipart(b, '\r\n', [{ name: 'file', value: 'RIFF....', filename: 'a.wav' }, { name: 'model', value: 'vend-flash-free' }]);
+    expect(await modelOf(`multipart/form-data; boundary=${b}`, body)).toEqual({ ok: true, model: 'vend-flash-free' });
+    expect(await modelOf(`Multipart/Form-Data; Boundary="${b}"`, body)).toEqual({ ok: true, model: 'vend-flash-free' });
+  });
+
+  it('reads LF-only multipart bodies, as Go does', async () => {
+    const body = multipart('XyZ', '\n', [{ name: 'model', value: 'vend-flash-free' }, { name: 'language', value: 'en' }]);
+    expect(await modelOf('multipart/form-data; boundary=XyZ', body)).toEqual({ ok: true, model: 'vend-flash-free' });
+  });
+
+  it('takes the first model part, and never a file part named model', async () => {
+    const body = multipart('b0', '\r\n', [
+      { name: 'model', value: 'ignored.bin', filename: 'model' },
+      { name: 'model', value: 'first' },
+      { name: 'model', value: 'second' },
+    ]);
+    expect(await modelOf('multipart/form-data; boundary=b0', body)).toEqual({ ok: true, model: 'first' });
+  });
+
+  it('reads urlencoded forms, first value first', async () => {
+    expect(await modelOf('application/x-www-form-urlencoded', 'model=vend-flash-free&model=x')).toEqual({ ok: true, model: 'vend-flash-free' });
+  });
+
+  it('reads a compressed JSON body once decoded', async () => {
+    const gz = gzipSync(JSON.stringify({ model: 'vend-flash-free' }));
+    expect(await modelOf('application/json', gz, { 'content-encoding': 'gzip' })).toEqual({ ok: true, model: 'vend-flash-free' });
+  });
+});
