@@ -53,6 +53,8 @@ export interface RelayStandin {
   port: number;
   /** Every request received, in order (recorded once its body is fully read). */
   requests: RecordedRequest[];
+  /** Requests whose headers arrived, complete or not: what "nothing was forwarded" is checked on. */
+  readonly started: number;
   /** Later calls take precedence. */
   behave(match: (req: RecordedRequest) => boolean, b: RelayBehaviour): void;
   /** Clear requests and behaviours. */
@@ -125,6 +127,7 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
   const maxRecorded = opts.maxRecorded ?? Infinity;
 
   const requests: RecordedRequest[] = [];
+  let started = 0;
   let behaviours: { match: (req: RecordedRequest) => boolean; b: RelayBehaviour }[] = [];
   const sockets = new Set<Socket>();
   const watchers = new Set<() => void>();
@@ -146,6 +149,7 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
   };
 
   const server = createServer((req, res) => {
+    started++;
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('error', () => {
@@ -228,11 +232,15 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
     url: '',
     port: 0,
     requests,
+    get started() {
+      return started;
+    },
     behave(match, b) {
       behaviours.push({ match, b });
     },
     reset() {
       requests.length = 0;
+      started = 0;
       behaviours = [];
     },
     waitFor(pred, timeoutMs = 5_000) {
