@@ -2,10 +2,16 @@
  * The embedded store: the same semantics as the Redis store, in this process.
  * Only correct for a single replica; start-up warns about that.
  */
+import { DAY_KEY_GRACE_MS } from './scripts.js';
 import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, Store } from './types.js';
 
 interface Counter {
   count: number;
+  /**
+   * When the count stops counting, fixed when the counter is made: the reset it was made
+   * with plus DAY_KEY_GRACE_MS, as CONSUME_LUA sets the Redis key's expiry. The key names
+   * the day, so this only bounds memory; the reset a caller sees is the one it passes.
+   */
   expiresAt: number;
 }
 
@@ -64,28 +70,19 @@ export class MemoryStore implements Store {
   /** Synchronous core, also used for the per-replica fallback during a Redis outage. */
   consumeSync(checks: readonly LimitCheck[], nowMs: number): Decision {
     this.sweep(nowMs);
-    const used: number[] = [];
-    for (let i = 0; i < checks.length; i++) {
-      const c = checks[i]!;
-      if (c.kind === 'window') {
-        const times = this.trimmed(c.key, c.windowMs, nowMs);
-        const n = times.length;
-        if (n >= c.limit) {
-          // The call that must leave the window before one more fits.
-          const freeing = times[n - c.limit]!;
-          return { admitted: false, rejectedBy: i, retryAfterMs: freeing + c.windowMs - nowMs, used: this.usedNow(checks, nowMs), resetMs: this.resets(checks, nowMs) };
-        }
-        used.push(n);
-      } else {
-        const n = this.counterValue(c.key, nowMs);
-        if (n >= c.limit) {
-          return { admitted: false, rejectedBy: i, retryAfterMs: c.resetAtMs - nowMs, used: this.usedNow(checks, nowMs), resetMs: this.resets(checks, nowMs) };
-        }
-        used.push(n);
-      }
+    const states = checks.map((c) => this.stateAt(c, nowMs, 'consume'));
+    // Every check is evaluated first; the first that is full (in order) rejects.
+    const rejectedBy = checks.findIndex((c, i) => states[i]!.used >= c.limit);
+    if (rejectedBy >= 0) {
+      return {
+        admitted: false,
+        rejectedBy,
+        retryAfterMs: states[rejectedBy]!.retryAfterMs,
+        used: states.map((s) => s.used),
+        resetMs: states.map((s) => s.resetMs),
+      };
     }
-    for (let i = 0; i < checks.length; i++) {
-      const c = checks[i]!;
+    for (const c of checks) {
       if (c.kind === 'window') {
         const w = this.windows.get(c.key) ?? { windowMs: c.windowMs, times: [] };
         w.windowMs = c.windowMs;
@@ -96,41 +93,42 @@ export class MemoryStore implements Store {
         this.windows.set(c.key, w);
       } else {
         const cur = this.counters.get(c.key);
-        const expiresAt = c.resetAtMs;
         if (cur && cur.expiresAt > nowMs) cur.count++;
-        else this.counters.set(c.key, { count: 1, expiresAt });
+        else this.counters.set(c.key, { count: 1, expiresAt: Math.max(c.resetAtMs, nowMs) + DAY_KEY_GRACE_MS });
       }
-      used[i] = used[i]! + 1;
     }
-    return { admitted: true, used, resetMs: this.resets(checks, nowMs) };
-  }
-
-  private resets(checks: readonly LimitCheck[], nowMs: number): number[] {
-    return checks.map((c) => {
-      if (c.kind === 'counter') return c.resetAtMs - nowMs;
-      const first = this.windows.get(c.key)?.times[0];
-      return first === undefined ? 0 : first + c.windowMs - nowMs;
-    });
-  }
-
-  private usedNow(checks: readonly LimitCheck[], nowMs: number): number[] {
-    return checks.map((c) => (c.kind === 'window' ? this.trimmed(c.key, c.windowMs, nowMs).length : this.counterValue(c.key, nowMs)));
+    return {
+      admitted: true,
+      used: states.map((s) => s.used + 1),
+      resetMs: checks.map((c) => this.stateAt(c, nowMs, 'consume').resetMs),
+    };
   }
 
   async inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]> {
-    return checks.map((c) => {
-      if (c.kind === 'window') {
-        const times = this.trimmed(c.key, c.windowMs, nowMs);
-        const n = times.length;
-        return {
-          used: n,
-          retryAfterMs: n >= c.limit ? times[n - c.limit]! + c.windowMs - nowMs : 0,
-          resetMs: n > 0 ? times[0]! + c.windowMs - nowMs : 0,
-        };
-      }
-      const n = this.counterValue(c.key, nowMs);
-      return { used: n, retryAfterMs: n >= c.limit ? c.resetAtMs - nowMs : 0, resetMs: n > 0 ? c.resetAtMs - nowMs : 0 };
-    });
+    return checks.map((c) => this.stateAt(c, nowMs, 'inspect'));
+  }
+
+  /**
+   * One check at `nowMs`, as the Lua scripts compute it: the calls it counts (a window
+   * trimmed to now); the wait until it admits one more (0 while it does; for a window, until
+   * the call that must leave before one more fits has left); and the wait until it is empty
+   * again (0 when it is). A counter's waits run to the `resetAtMs` of this call's check,
+   * whatever reset its stored count was made with. For `consume`, a counter reports its
+   * reset even when empty, as CONSUME_LUA's resetOf does; INSPECT_LUA reports 0.
+   */
+  private stateAt(c: LimitCheck, nowMs: number, mode: 'consume' | 'inspect'): LimitState {
+    if (c.kind === 'window') {
+      const times = this.trimmed(c.key, c.windowMs, nowMs);
+      const n = times.length;
+      return {
+        used: n,
+        retryAfterMs: n >= c.limit ? times[n - c.limit]! + c.windowMs - nowMs : 0,
+        resetMs: n > 0 ? times[0]! + c.windowMs - nowMs : 0,
+      };
+    }
+    const n = this.counterValue(c.key, nowMs);
+    const untilReset = c.resetAtMs - nowMs;
+    return { used: n, retryAfterMs: n >= c.limit ? untilReset : 0, resetMs: n > 0 || mode === 'consume' ? untilReset : 0 };
   }
 
   /** Drops entries that left the window (a call at exactly now - window has left). */
@@ -145,14 +143,10 @@ export class MemoryStore implements Store {
     return times;
   }
 
+  /** The count of a counter that has not expired (as a Redis key would); only the sweep deletes. */
   private counterValue(key: string, nowMs: number): number {
     const c = this.counters.get(key);
-    if (!c) return 0;
-    if (c.expiresAt <= nowMs) {
-      this.counters.delete(key);
-      return 0;
-    }
-    return c.count;
+    return c && c.expiresAt > nowMs ? c.count : 0;
   }
 
   /** Bounds memory: forgets empty windows and expired counters now and then. */

@@ -1,4 +1,12 @@
 /**
+ * How long a day counter outlives the end of its day (27 h). The key names the day, so this
+ * only bounds memory; but a reload to another time zone can end "the same" day up to 26 h
+ * later, and the count must not vanish before then. Both stores use it: CONSUME_LUA as the
+ * key's expiry past the day's end, the memory store as the point its reads stop seeing a count.
+ */
+export const DAY_KEY_GRACE_MS = 27 * 3_600_000;
+
+/**
  * Lua run inside Redis so that one round trip checks every limit of a call
  * and counts it in all of them only when all pass. All keys of one call share
  * a Cluster hash tag. Times come from the sidecar's clock (ARGV), never from
@@ -61,10 +69,10 @@ for i = 1, n do
     redis.call('PEXPIRE', KEYS[i], param)
   else
     -- The key names the day, so its expiry, set once when the key is made, only bounds memory.
-    -- 27 hours past this day's end: a reload to another time zone can end "the same" day up to
-    -- 26 hours later, and the count must not vanish before then.
+    -- DAY_KEY_GRACE_MS (27 hours) past this day's end: a reload to another time zone can end
+    -- "the same" day up to 26 hours later, and the count must not vanish before then.
     if redis.call('INCR', KEYS[i]) == 1 then
-      redis.call('PEXPIRE', KEYS[i], math.max(param - now, 0) + 97200000)
+      redis.call('PEXPIRE', KEYS[i], math.max(param - now, 0) + ${DAY_KEY_GRACE_MS})
     end
   end
   out[i + 2] = used[i] + 1
@@ -73,7 +81,12 @@ for j = 1, n do out[n + j + 2] = resetOf(j) end
 return out
 `;
 
-/** Same layout as CONSUME_LUA; returns per key {used, retryAfterMs, resetMs}, counting nothing. */
+/**
+ * The state of each limit now, counting nothing. Unlike CONSUME_LUA there is no member:
+ * ARGV[1] now (ms), then per key the same triple ('w', limit, windowMs or 'c', limit, resetAtMs).
+ * Returns per key {used, retryAfterMs, resetMs}; retryAfterMs is 0 unless the limit is reached,
+ * resetMs is 0 when nothing is counted.
+ */
 export const INSPECT_LUA = `
 local now = tonumber(ARGV[1])
 local out = {}
