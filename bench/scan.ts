@@ -5,8 +5,9 @@
  * - `chat-2k`: ~10,000 messages of ~2 KB of prose (escaped newlines only);
  * - `chat-200`: ~100,000 messages of ~200 B (ten times the tokens);
  * - `chat-esc`: 2 KB messages dense with escaped quotes (code or JSON inside JSON).
- * Two ways, each the median of N runs after warm-up:
- * - whole: `scanModel` over the complete body (what a compressed body gets, once decoded);
+ * Three ways, each the median of N runs after warm-up:
+ * - whole: `scanModel` over the complete body at once (for reference: sluice reads bodies from
+ *   256 KB through the prepass, whether they arrive plain or compressed);
  * - on arrival, as sluice reads an uncompressed body with a declared length (src/body.ts): each
  *   64 KB chunk goes to the body accumulator (kept, then moved into one buffer from half-way) and
  *   to the prepass as it comes (`chunk max`: the longest the event loop is held per chunk), then
