@@ -38,6 +38,12 @@ export interface AuthenticatorOptions {
   maxEntries?: number;
 }
 
+interface Lookup {
+  answer: Promise<KeyIdentity | null>;
+  /** The last change heard for this hash while the lookup was under way. */
+  raced: 'created' | 'deleted' | null;
+}
+
 interface Entry {
   identity: KeyIdentity | null;
   at: number;
@@ -45,15 +51,14 @@ interface Entry {
 
 export class Authenticator {
   private readonly cache = new Map<string, Entry>();
-  private readonly inflight = new Map<string, Promise<KeyIdentity | null>>();
+  /** Lookups under way, one per hash, shared by every request presenting that key meanwhile. */
+  private readonly pending = new Map<string, Lookup>();
   private readonly positiveTtl: number;
   private readonly negativeTtl: number;
   private readonly staleTtl: number;
   private readonly maxEntries: number;
   /** Bumped on every flush so that a lookup started before it cannot re-fill the cache with old news. */
   private generation = 0;
-  /** The last change heard for a hash while a lookup of that hash was under way. */
-  private readonly racing = new Map<string, 'created' | 'deleted' | null>();
 
   constructor(
     private readonly sources: readonly KeySource[],
@@ -74,7 +79,8 @@ export class Authenticator {
       return;
     }
     this.cache.delete(c.hash);
-    if (this.racing.has(c.hash)) this.racing.set(c.hash, c.type);
+    const lookup = this.pending.get(c.hash);
+    if (lookup) lookup.raced = c.type;
   }
 
   /** A cache entry still young enough to trust without asking a source. */
@@ -123,29 +129,17 @@ export class Authenticator {
   private async lookup(hash: string): Promise<KeyIdentity | null> {
     const hit = this.fresh(hash, this.clock.now());
     if (hit) return hit.identity;
-    let p = this.inflight.get(hash);
-    if (!p) {
-      p = this.fetch(hash, this.cache.get(hash));
-      this.inflight.set(hash, p);
-      p.then(
-        () => this.inflight.delete(hash),
-        () => this.inflight.delete(hash),
-      );
+    let lookup = this.pending.get(hash);
+    if (!lookup) {
+      const started: Lookup = { raced: null, answer: null as unknown as Promise<KeyIdentity | null> };
+      this.pending.set(hash, started);
+      started.answer = this.ask(hash, this.cache.get(hash), this.generation, started).finally(() => this.pending.delete(hash));
+      lookup = started;
     }
-    return p;
+    return lookup.answer;
   }
 
-  private async fetch(hash: string, previous: Entry | undefined): Promise<KeyIdentity | null> {
-    const gen = this.generation;
-    this.racing.set(hash, null);
-    try {
-      return await this.ask(hash, previous, gen);
-    } finally {
-      this.racing.delete(hash);
-    }
-  }
-
-  private async ask(hash: string, previous: Entry | undefined, gen: number): Promise<KeyIdentity | null> {
+  private async ask(hash: string, previous: Entry | undefined, gen: number, lookup: Lookup): Promise<KeyIdentity | null> {
     let lastError: unknown = null;
     for (const source of this.sources) {
       let found: KeyIdentity | null;
@@ -156,7 +150,7 @@ export class Authenticator {
         continue;
       }
       if (found && sameHash(found.hash, hash)) {
-        this.remember(hash, found, gen);
+        this.remember(hash, found, gen, lookup.raced);
         return found;
       }
     }
@@ -165,15 +159,14 @@ export class Authenticator {
       if (previous?.identity && this.clock.now() - previous.at < this.staleTtl) return previous.identity;
       throw lastError;
     }
-    this.remember(hash, null, gen);
+    this.remember(hash, null, gen, lookup.raced);
     return null;
   }
 
-  private remember(hash: string, identity: KeyIdentity | null, gen: number): void {
+  private remember(hash: string, identity: KeyIdentity | null, gen: number, raced: Lookup['raced']): void {
     // A change arrived while we were asking and our answer may predate it: use it once, keep nothing.
     // Only a change that contradicts the answer counts (a creation cannot make a found key wrong).
     if (gen !== this.generation) return;
-    const raced = this.racing.get(hash);
     if ((raced === 'deleted' && identity) || (raced === 'created' && !identity)) return;
     if (this.cache.size >= this.maxEntries) {
       // Maps iterate in insertion order: drop the oldest tenth.
