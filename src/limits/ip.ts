@@ -26,7 +26,7 @@ export class IpLimiter {
   readonly match: (path: string) => IpLimitRule | null;
 
   constructor(
-    readonly rules: readonly IpLimitRule[],
+    rules: readonly IpLimitRule[],
     private readonly store: LimitStore,
     private readonly clock: Clock,
   ) {

@@ -46,7 +46,7 @@ describe('metric instruments', () => {
     const h = new Histogram('t_seconds', 'Latency', ['family'], [0.1, 0.01, 1]);
     const cell = h.cell({ family: 'chat' });
     for (const v of [0.005, 0.01, 0.05, 0.5, 2]) cell.observe(v);
-    h.observe({ family: 'gemini' }, 0.2);
+    h.cell({ family: 'gemini' }).observe(0.2);
     const text = await render(h);
     expect(text).toContain('t_seconds_bucket{le="0.01",family="chat"} 2');
     expect(text).toContain('t_seconds_bucket{le="0.1",family="chat"} 3');

@@ -142,10 +142,6 @@ export class Histogram<L extends string = never> implements Described {
     return this.cells.get(labels);
   }
 
-  observe(labels: LabelValues<L>, v: number): void {
-    this.cells.get(labels).observe(v);
-  }
-
   get(): MetricSnapshot {
     const values: MetricSnapshot['values'] = [];
     for (const { labels, cell } of this.cells.entries()) {

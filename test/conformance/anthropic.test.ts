@@ -23,13 +23,11 @@ import {
   FREE,
   PAID,
   REQUEST_ID_SUFFIX,
-  bodyJson,
   countingFetch,
   expectForwardedAuth,
   freshKey,
-  lastRelayRequest,
-  rejectionOf,
 } from './support.js';
+import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
 
 const hi = [{ role: 'user' as const, content: 'hi' }];
 const params = (model = FREE): Anthropic.MessageCreateParamsNonStreaming => ({ model, max_tokens: 64, messages: hi });
@@ -76,7 +74,7 @@ describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through s
     expect(block?.type === 'text' ? block.text : undefined).toBe(STANDIN_TEXT);
     expect(msg.usage.output_tokens).toBeGreaterThan(0);
 
-    const r = lastRelayRequest(h);
+    const r = lastRequest(h.relay);
     expect(r.url).toBe('/v1/messages');
     expectForwardedAuth(r, key);
     expect(r.headers['anthropic-version']).toMatch(VERSION[form]);
@@ -96,7 +94,7 @@ describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through s
     expect(texts).toBe(STANDIN_TEXT);
     expect(final.stop_reason).toBe('end_turn');
     expect(final.usage.output_tokens).toBeGreaterThan(0);
-    const r = lastRelayRequest(h);
+    const r = lastRequest(h.relay);
     expect(bodyJson(r)['stream']).toBe(true);
     expect(r.headers['anthropic-version']).toMatch(VERSION[form]);
     expect(r.closedEarly).toBe(false);
@@ -135,7 +133,7 @@ describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through s
       ids.push(m.id);
     }
     expect(ids).toEqual([...STANDIN_MODELS]);
-    const r = lastRelayRequest(h);
+    const r = lastRequest(h.relay);
     expect(r.url.split('?')[0]).toBe('/v1/models');
     expectForwardedAuth(r, key);
   });

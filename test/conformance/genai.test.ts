@@ -17,13 +17,11 @@ import {
   FREE,
   PAID,
   REQUEST_ID_SUFFIX,
-  bodyJson,
   countingFetch,
   expectForwardedAuth,
   freshKey,
-  lastRelayRequest,
-  rejectionOf,
 } from './support.js';
+import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
 
 function client(h: Harness, key: string, httpOptions: HttpOptions = {}): GoogleGenAI {
   return new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: h.url, ...httpOptions } });
@@ -58,7 +56,7 @@ describe('genai SDK through sluice: calls', () => {
     expect(res.usageMetadata?.totalTokenCount).toBeGreaterThan(0);
     expect(res.modelVersion).toBe(FREE);
 
-    const r = lastRelayRequest(h);
+    const r = lastRequest(h.relay);
     expect(r.url).toBe(`/v1beta/models/${FREE}:generateContent`);
     expectForwardedAuth(r, key);
     expect(bodyJson(r)['contents']).toEqual([{ role: 'user', parts: [{ text: 'hi' }] }]);
@@ -81,7 +79,7 @@ describe('genai SDK through sluice: calls', () => {
     expect(chunks).toBe(12);
     expect(finish).toBe('STOP');
     expect(total).toBeGreaterThan(0);
-    const r = lastRelayRequest(h);
+    const r = lastRequest(h.relay);
     expect(r.url).toBe(`/v1beta/models/${FREE}:streamGenerateContent?alt=sse`);
     expectForwardedAuth(r, key);
     expect(r.closedEarly).toBe(false);

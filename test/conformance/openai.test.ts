@@ -12,13 +12,11 @@ import {
   FREE,
   PAID,
   REQUEST_ID_SUFFIX,
-  bodyJson,
   countingFetch,
   expectForwardedAuth,
   freshKey,
-  lastRelayRequest,
-  rejectionOf,
 } from './support.js';
+import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
 
 const hi = [{ role: 'user' as const, content: 'hi' }];
 
@@ -47,7 +45,7 @@ describe('openai SDK through sluice: calls', () => {
     expect(data.usage?.total_tokens).toBe((data.usage?.prompt_tokens ?? 0) + (data.usage?.completion_tokens ?? 0));
     expect(response.headers.get('x-oneapi-request-id')).toBeTruthy();
 
-    const r = lastRelayRequest(h);
+    const r = lastRequest(h.relay);
     expect(r.method).toBe('POST');
     expect(r.url).toBe('/v1/chat/completions');
     expectForwardedAuth(r, key);
@@ -76,7 +74,7 @@ describe('openai SDK through sluice: calls', () => {
     expect(deltas).toEqual(standinDeltas(12).filter((d) => d !== ''));
     expect(finish).toBe('stop');
     expect(usage?.completion_tokens).toBeGreaterThan(0);
-    const r = lastRelayRequest(h);
+    const r = lastRequest(h.relay);
     expect(bodyJson(r)['stream']).toBe(true);
     expect(r.closedEarly).toBe(false);
   });
@@ -111,7 +109,7 @@ describe('openai SDK through sluice: calls', () => {
     expect(resp.status).toBe('completed');
     expect(resp.output_text).toBe(STANDIN_TEXT);
     expect(resp.usage?.total_tokens).toBeGreaterThan(0);
-    const r = lastRelayRequest(h);
+    const r = lastRequest(h.relay);
     expect(r.url).toBe('/v1/responses');
     expectForwardedAuth(r, key);
   });
@@ -140,7 +138,7 @@ describe('openai SDK through sluice: calls', () => {
       ids.push(m.id);
     }
     expect(ids).toEqual([...STANDIN_MODELS]);
-    const r = lastRelayRequest(h);
+    const r = lastRequest(h.relay);
     expect(r.method).toBe('GET');
     expect(r.url).toBe('/v1/models');
     expectForwardedAuth(r, key);
@@ -150,7 +148,7 @@ describe('openai SDK through sluice: calls', () => {
     const bare = client(h, key.replace(/^sk-/, ''));
     const res = await bare.chat.completions.create({ model: PAID, messages: hi });
     expect(res.choices[0]?.message.content).toBe(STANDIN_TEXT);
-    expectForwardedAuth(lastRelayRequest(h), key);
+    expectForwardedAuth(lastRequest(h.relay), key);
   });
 
   it('a bad key: AuthenticationError, status 401, code "" and type new_api_error, on every call', async () => {

@@ -1,6 +1,8 @@
 /**
  * Shared bits of the SDK conformance suite: the models, the clock start, a fetch that counts the
- * attempts an SDK makes (to see its own retries), and small helpers for rejected promises.
+ * attempts an SDK makes (to see its own retries), fresh keys and the forwarded-auth check.
+ * `rejectionOf`, `lastRequest` and `bodyJson` are in test/support/helpers.ts (the relay stand-in's
+ * own tests use them too).
  */
 import { expect } from 'vitest';
 import type { Harness } from '../support/harness.js';
@@ -15,16 +17,6 @@ export const BEIJING_NOON = Date.UTC(2026, 2, 10, 4, 0, 0);
 
 /** How sluice's error messages end; the id is also in the `x-oneapi-request-id` header. */
 export const REQUEST_ID_SUFFIX = / \(request id: ([A-Za-z0-9]+)\)$/;
-
-/** The rejection of `p`; fails the test when `p` resolves. */
-export async function rejectionOf(p: PromiseLike<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  expect.fail('expected the call to fail, it succeeded');
-}
 
 export interface CountingFetch {
   fetch: typeof fetch;
@@ -57,16 +49,6 @@ let users = 0;
 /** A key of a fresh user, so tests never share a free-tier budget. */
 export async function freshKey(h: Harness, tag: string): Promise<string> {
   return (await h.createKey(`${tag}-${++users}-${process.pid}`)).key;
-}
-
-export function lastRelayRequest(h: Harness): RecordedRequest {
-  const r = h.relay.requests[h.relay.requests.length - 1];
-  if (!r) throw new Error('the relay stand-in recorded no request');
-  return r;
-}
-
-export function bodyJson(r: RecordedRequest): Record<string, unknown> {
-  return JSON.parse(r.body.toString('utf8')) as Record<string, unknown>;
 }
 
 /** What the relay must see for a caller with `key`: sluice's own `Authorization`, no client key header. */
