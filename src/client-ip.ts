@@ -6,7 +6,7 @@
  */
 import { isIP, type BlockList } from 'node:net';
 
-export function normalizeIp(addr: string | undefined): string {
+function normalizeIp(addr: string | undefined): string {
   if (!addr) return '0.0.0.0';
   // IPv4 clients on a dual-stack socket appear as ::ffff:a.b.c.d.
   if (addr.startsWith('::ffff:') && isIP(addr.slice(7)) === 4) return addr.slice(7);

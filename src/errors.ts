@@ -50,14 +50,12 @@ export const Errors = Object.freeze({
   INTERNAL: spec(500, 'internal_error', 'The gateway failed to handle this request.'),
 } as const);
 
-export type ErrorName = keyof typeof Errors;
-
-export function formatMessage(template: string, params: Record<string, string | number> = {}): string {
+function formatMessage(template: string, params: Record<string, string | number> = {}): string {
   return template.replace(/\{(\w+)\}/g, (m, k: string) => (k in params ? String(params[k]) : m));
 }
 
 /** The exact body bytes the relay would write for this error. */
-export function errorBody(err: ErrorSpec, requestId: string, params?: Record<string, string | number>): string {
+function errorBody(err: ErrorSpec, requestId: string, params?: Record<string, string | number>): string {
   const message = `${formatMessage(err.message, params)} (request id: ${requestId})`;
   // JSON.stringify keeps insertion order, which is Go's sorted order here.
   return JSON.stringify({ error: { code: err.code, message, type: err.type } });

@@ -17,9 +17,7 @@ export interface RecordedRequest {
   method: string;
   url: string;
   headers: IncomingHttpHeaders;
-  rawHeaders: string[];
   body: Buffer;
-  remoteAddress: string;
   /** Set true if the client connection closed before the response finished (not when the
    * stand-in itself kills the connection because of `dieAfterEvents`). */
   closedEarly: boolean;
@@ -61,8 +59,6 @@ export interface RelayStandin {
   reset(): void;
   /** Resolve once `pred(requests)` is true; reject after `timeoutMs` (default 5000). */
   waitFor(pred: (r: RecordedRequest[]) => boolean, timeoutMs?: number): Promise<void>;
-  /** Open TCP connections (idle keep-alive ones included). */
-  openConnections(): number;
   close(): Promise<void>;
 }
 
@@ -71,8 +67,6 @@ export interface RelayStandinOptions {
   host?: string;
   /** No log lines on stdout. */
   quiet?: boolean;
-  /** Idle keep-alive timeout of the stand-in's server (default 60 s, above a sidecar agent's). */
-  keepAliveTimeoutMs?: number;
   /** Keep only the newest N recorded requests (default: unlimited). Benchmarks should set this. */
   maxRecorded?: number;
 }
@@ -94,9 +88,9 @@ const COMPLETION_TOKENS = 8;
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** `STANDIN_TEXT` split into `n` consecutive pieces (some empty when n exceeds its length). */
-export function standinDeltas(n: number, text: string = STANDIN_TEXT): string[] {
+export function standinDeltas(n: number): string[] {
   const count = Math.max(1, Math.floor(n));
-  const chars = Array.from(text);
+  const chars = Array.from(STANDIN_TEXT);
   const out: string[] = [];
   for (let i = 0; i < count; i++) {
     const from = Math.floor((i * chars.length) / count);
@@ -160,9 +154,7 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
         method: req.method ?? 'GET',
         url: req.url ?? '/',
         headers: req.headers,
-        rawHeaders: req.rawHeaders,
         body: chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks),
-        remoteAddress: req.socket.remoteAddress ?? '',
         closedEarly: false,
       };
       requests.push(rec);
@@ -186,8 +178,9 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
       });
     });
   });
-  server.keepAliveTimeout = opts.keepAliveTimeoutMs ?? 60_000;
-  server.headersTimeout = Math.max(server.keepAliveTimeout + 1_000, 60_000);
+  // Idle keep-alive connections live 60 s, longer than a sidecar agent keeps them.
+  server.keepAliveTimeout = 60_000;
+  server.headersTimeout = 61_000;
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -266,9 +259,6 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
         };
         watchers.add(check);
       });
-    },
-    openConnections() {
-      return sockets.size;
     },
     close() {
       return new Promise<void>((resolve) => {

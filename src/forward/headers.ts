@@ -39,7 +39,7 @@ function connectionTokens(value: string | string[] | undefined): ReadonlySet<str
   return out;
 }
 
-export function isHopByHop(name: string): boolean {
+function isHopByHop(name: string): boolean {
   return HOP_BY_HOP.has(name) || name.startsWith('proxy-');
 }
 

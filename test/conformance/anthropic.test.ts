@@ -17,6 +17,7 @@ import Anthropic, {
   type ClientOptions,
 } from '@anthropic-ai/sdk';
 import { ManualClock, STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
+import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
 import { STANDIN_MODELS, STANDIN_TEXT } from '../../src/demo/relay.js';
 import {
   BEIJING_NOON,
@@ -27,7 +28,6 @@ import {
   expectForwardedAuth,
   freshKey,
 } from './support.js';
-import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
 
 const hi = [{ role: 'user' as const, content: 'hi' }];
 const params = (model = FREE): Anthropic.MessageCreateParamsNonStreaming => ({ model, max_tokens: 64, messages: hi });

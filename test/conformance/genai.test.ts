@@ -11,6 +11,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, GoogleGenAI, type HttpOptions } from '@google/genai';
 import { ManualClock, STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
+import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
 import { STANDIN_TEXT } from '../../src/demo/relay.js';
 import {
   BEIJING_NOON,
@@ -21,7 +22,6 @@ import {
   expectForwardedAuth,
   freshKey,
 } from './support.js';
-import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
 
 function client(h: Harness, key: string, httpOptions: HttpOptions = {}): GoogleGenAI {
   return new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: h.url, ...httpOptions } });

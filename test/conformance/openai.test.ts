@@ -6,6 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import OpenAI, { APIError, APIUserAbortError, AuthenticationError, RateLimitError } from 'openai';
 import { ManualClock, STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
+import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
 import { STANDIN_MODELS, STANDIN_TEXT, standinDeltas } from '../../src/demo/relay.js';
 import {
   BEIJING_NOON,
@@ -16,7 +17,6 @@ import {
   expectForwardedAuth,
   freshKey,
 } from './support.js';
-import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
 
 const hi = [{ role: 'user' as const, content: 'hi' }];
 
