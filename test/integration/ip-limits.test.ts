@@ -81,7 +81,17 @@ describe.each(STORE_KINDS)('per-IP limits on the %s store', (kind) => {
 describe.each(STORE_KINDS)('per-IP limits from an untrusted peer on the %s store', (kind) => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ store: kind, file: { ipLimits: [{ name: 'q', paths: ['/api/log/token', '/api/custom*'], limit: 3, windowSeconds: 60 }] } });
+    h = await startHarness({
+      store: kind,
+      file: {
+        ipLimits: [
+          { name: 'q', paths: ['/api/log/token', '/api/custom*'], limit: 3, windowSeconds: 60 },
+          // A prefix rule listed before an exact rule for one of its paths: the prefix rule takes it.
+          { name: 'ordered-prefix', paths: ['/api/ordered/*'], limit: 2, windowSeconds: 60 },
+          { name: 'ordered-exact', paths: ['/api/ordered/x', '/api/ordered-other'], limit: 5, windowSeconds: 600 },
+        ],
+      },
+    });
   });
   afterAll(() => h.close());
 
@@ -103,8 +113,21 @@ describe.each(STORE_KINDS)('per-IP limits from an untrusted peer on the %s store
     expect(got['x-real-ip']).toBeUndefined();
   });
 
-  it('uses configured rules in place of the defaults (first match wins, * is a prefix)', async () => {
+  it('uses configured rules in place of the defaults', async () => {
     // /api/usage/token/ matches no configured rule now: unlimited by IP.
     for (let i = 0; i < 25; i++) expect((await request(h.url, 'GET', '/api/usage/token/')).status).toBe(401);
+  });
+
+  it('takes the first matching rule: a path two rules cover draws only from the earlier rule budget', async () => {
+    // /api/ordered/x matches the prefix rule (2 per 60 s) first, and the exact rule (5 per 600 s) after it.
+    for (let i = 0; i < 2; i++) expect((await request(h.url, 'GET', '/api/ordered/x')).status).toBe(401);
+    const r = await request(h.url, 'GET', '/api/ordered/x');
+    expect(r.status).toBe(429);
+    const retryAfter = Number(r.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThanOrEqual(59);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    // The exact rule's budget is whole: none of those calls was counted against it.
+    for (let i = 0; i < 5; i++) expect((await request(h.url, 'GET', '/api/ordered-other')).status).toBe(401);
+    expect((await request(h.url, 'GET', '/api/ordered-other')).status).toBe(429);
   });
 });
