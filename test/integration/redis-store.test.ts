@@ -3,7 +3,11 @@ import { RedisStore } from '../../src/store/redis.js';
 import type { LimitCheck } from '../../src/store/types.js';
 import { uniquePrefix } from '../support/redis.js';
 
-/** Counts the writes that reach the command socket (one per system call once corked writes are merged). */
+/**
+ * Counts the writes that reach the command socket (one per system call once corked writes are merged).
+ * It wraps the socket ioredis keeps in `stream` (not a documented API): if an ioredis upgrade breaks
+ * this, the batching in RedisStore.coalesceWrites needs checking too.
+ */
 function countSocketWrites(store: RedisStore): { writes: number } {
   const s = (store.client as unknown as { stream: { _write: (...a: unknown[]) => void; _writev?: (...a: unknown[]) => void } }).stream;
   const counter = { writes: 0 };
