@@ -22,10 +22,17 @@ function requestBytes(r: StreamRequest, keepAlive: boolean): Buffer {
 }
 
 const DATA = Buffer.from('data:');
+/** Set by the relay stand-in in `ttfe` mode: its `process.hrtime.bigint()` as it wrote the first
+ * event. CLOCK_MONOTONIC is shared by every process on the host, so the client can subtract it. */
+export const SENT_AT_HEADER = 'x-bench-sent-ns';
+const SENT_AT_RE = new RegExp(`\r\n${SENT_AT_HEADER}: *(\\d+)\r\n`, 'i');
 
 export interface StreamTiming {
   /** Request written → first `data:` byte received, ms. */
   firstEventMs: number;
+  /** The relay wrote the first event → its `data:` byte received here, ms (NaN without the
+   * relay's stamp): the way back alone, free of the request's way in and the relay's timer. */
+  backMs: number;
   /** Request written → end of the stream, ms. */
   totalMs: number;
   events: number;
@@ -40,6 +47,7 @@ export function timeStream(r: StreamRequest, timeoutMs = 5000): Promise<StreamTi
     let buf = Buffer.alloc(0);
     let t0 = 0;
     let first = 0;
+    let firstNs = 0n;
     const timer = setTimeout(() => {
       s.destroy();
       reject(new Error('stream timed out'));
@@ -52,7 +60,10 @@ export function timeStream(r: StreamRequest, timeoutMs = 5000): Promise<StreamTi
       buf = Buffer.concat([buf, c]);
       if (first === 0) {
         const headEnd = buf.indexOf('\r\n\r\n');
-        if (headEnd !== -1 && buf.indexOf(DATA, headEnd) !== -1) first = performance.now();
+        if (headEnd !== -1 && buf.indexOf(DATA, headEnd) !== -1) {
+          firstNs = process.hrtime.bigint();
+          first = performance.now();
+        }
       }
     });
     s.on('error', () => {});
@@ -61,7 +72,9 @@ export function timeStream(r: StreamRequest, timeoutMs = 5000): Promise<StreamTi
       const end = performance.now();
       const text = buf.toString('latin1');
       const events = text.split('data:').length - 1;
-      resolve({ firstEventMs: first ? first - t0 : NaN, totalMs: end - t0, events, status: Number(text.slice(9, 12)) });
+      const sent = SENT_AT_RE.exec(text.slice(0, text.indexOf('\r\n\r\n') + 2));
+      const backMs = sent && firstNs ? Number(firstNs - BigInt(sent[1]!)) / 1e6 : NaN;
+      resolve({ firstEventMs: first ? first - t0 : NaN, backMs, totalMs: end - t0, events, status: Number(text.slice(9, 12)) });
     });
   });
 }

@@ -44,6 +44,10 @@ export interface RelayBehaviour {
   body?: Buffer | string;
   /** Extra response headers (they override the defaults of the same name). */
   headers?: Record<string, string | string[]>;
+  /** Name of a response header set to this process's monotonic clock (`process.hrtime.bigint()`,
+   * ns) as the answer is written, so a benchmark on the same machine can time the way back alone:
+   * CLOCK_MONOTONIC is one clock for every process on a host. */
+  stampHeader?: string;
 }
 
 export interface RelayStandin {
@@ -300,6 +304,7 @@ function baseHeaders(ex: Exchange, contentType: string | undefined): OutgoingHtt
   if (contentType !== undefined) h['content-type'] = contentType;
   const extra = ex.b.headers ?? {};
   for (const [k, v] of Object.entries(extra)) h[k.toLowerCase()] = v;
+  if (ex.b.stampHeader !== undefined) h[ex.b.stampHeader.toLowerCase()] = String(process.hrtime.bigint());
   return h;
 }
 
