@@ -175,6 +175,22 @@ describe('openai SDK, directly against the stand-in', () => {
     expect(relay.requests).toHaveLength(1);
   });
 
+  it('stampHeader carries the monotonic clock at the moment the stream was answered', async () => {
+    relay.behave(() => true, { delayMs: 30, stampHeader: 'X-Sent-Ns' });
+    const asked = process.hrtime.bigint();
+    const res = await fetch(`${relay.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'vend-flash-free', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    const got = process.hrtime.bigint();
+    const sent = BigInt(res.headers.get('x-sent-ns') ?? '0');
+    await res.text();
+    // Written after the 30 ms wait, before the headers reached us: one clock for both processes' sake.
+    expect(sent - asked).toBeGreaterThanOrEqual(30_000_000n);
+    expect(sent).toBeLessThanOrEqual(got);
+  });
+
   it('later behaviours take precedence; a body behaviour answers exactly those bytes', async () => {
     const body = '{"error":{"code":"free_tier_exhausted","message":"busy","type":"new_api_error"}}';
     relay.behave(() => true, { status: 500 });
