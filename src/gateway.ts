@@ -193,7 +193,9 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     // The RateLimit fields of this free call's answer (none in shadow mode); the relay's own, if it sends any, win.
     let rateLimit: Record<string, string> | undefined;
     if (free) {
-      const v = await p.freeTier.admit(auth.identity.user);
+      // A refused user's retry is answered from memory (no promise) while the refusal cannot change.
+      const asked = p.freeTier.admit(auth.identity.user);
+      const v = asked instanceof Promise ? await asked : asked;
       const shadow = p.config.freeTier.shadow;
       if (!shadow) {
         const fields = p.freeTier.rateLimitFields(v);

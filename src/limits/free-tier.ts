@@ -26,6 +26,33 @@ export interface FreeTierState {
   day: { limit: number; timeZone: string; day: string; used: number; remaining: number; retryAfterSeconds: number; resetSeconds: number };
 }
 
+/**
+ * What the store said when it last turned a user away, kept so that the user's retries before
+ * anything can change are answered without a round trip. Instants are on the sidecar's clock.
+ */
+interface Refusal {
+  reason: 'day' | 'window';
+  /** Until this instant the store's answer is certain to be this same refusal, field for field. */
+  until: number;
+  retryAt: number;
+  dayUsed: number;
+  windowUsed: number;
+  dayResetAt: number;
+  windowResetAt: number;
+}
+
+export interface FreeTierOptions {
+  /**
+   * Answer a refused user's retries from memory until the refusal can change (default true).
+   * A refusal counts nothing, so until a counted call leaves the window or the day ends the
+   * store could only repeat itself; retrying clients (the SDKs retry 429s) then cost no round
+   * trip. Bounded by `maxRefusals` users.
+   */
+  rememberRefusals?: boolean;
+  /** Most refused users remembered at once (default 100,000); the oldest are forgotten first. */
+  maxRefusals?: number;
+}
+
 /** Whole seconds a client must wait so that waiting exactly that long gets it in. */
 export function retryAfterSeconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
@@ -36,14 +63,21 @@ export class FreeTierLimiter {
   private readonly models: ReadonlySet<string> | null;
   private policyFor: Day | null = null;
   private policy = '';
+  /** Refused users, oldest refusal first (Map order). A reload builds a new limiter: it starts empty. */
+  private readonly refusals = new Map<string, Refusal>();
+  private readonly remember: boolean;
+  private readonly maxRefusals: number;
 
   constructor(
     readonly config: FreeTierConfig,
     private readonly store: LimitStore,
     private readonly clock: Clock,
+    opts: FreeTierOptions = {},
   ) {
     this.days = new DayClock(config.timeZone);
     this.models = config.models ? new Set(config.models) : null;
+    this.remember = opts.rememberRefusals ?? true;
+    this.maxRefusals = opts.maxRefusals ?? 100_000;
   }
 
   isFree(model: string): boolean {
@@ -59,8 +93,24 @@ export class FreeTierLimiter {
     ];
   }
 
-  async admit(user: string): Promise<FreeTierVerdict> {
+  /** Number of refused users whose retries are answered from memory now (for tests and metrics). */
+  get rememberedRefusals(): number {
+    return this.refusals.size;
+  }
+
+  admit(user: string): FreeTierVerdict | Promise<FreeTierVerdict> {
     const now = this.clock.now();
+    if (this.refusals.size > 0) {
+      const r = this.refusals.get(user);
+      if (r !== undefined) {
+        if (now < r.until) return refusalAt(r, now);
+        this.refusals.delete(user);
+      }
+    }
+    return this.ask(user, now);
+  }
+
+  private async ask(user: string, now: number): Promise<FreeTierVerdict> {
     const d = await this.store.consume(this.checks(user, now), now, nextMember(), 'free_tier');
     const usage: Usage = {
       dayUsed: d.used[0] ?? 0,
@@ -69,7 +119,47 @@ export class FreeTierLimiter {
       windowResetSeconds: Math.max(0, Math.ceil((d.resetMs[1] ?? 0) / 1000)),
     };
     if (d.admitted) return { admitted: true, ...usage };
-    return { admitted: false, reason: d.rejectedBy === 0 ? 'day' : 'window', retryAfterSeconds: retryAfterSeconds(d.retryAfterMs), ...usage };
+    const reason = d.rejectedBy === 0 ? 'day' : 'window';
+    // A refusal taken by this replica alone during an outage is not the shared state: not kept.
+    if (this.remember && d.degraded !== true) this.keep(user, now, reason, d.retryAfterMs, usage, d.resetMs);
+    return { admitted: false, reason, retryAfterSeconds: retryAfterSeconds(d.retryAfterMs), ...usage };
+  }
+
+  /**
+   * Keeps a refusal for as long as the store's answer is certain not to change. Nothing is
+   * counted while the user is refused, so their counts only move when a counted call leaves the
+   * window (at its oldest call's time + window) or the day ends. A window refusal with exactly
+   * `perMinute` calls in the window holds until its oldest call leaves, which is also when the
+   * user gets in; with more (the limit was lowered since), older calls leave before that and
+   * change the answer's fields, so it is not kept. A day refusal holds until the day ends, or
+   * until the window's oldest call leaves, whichever comes first.
+   */
+  private keep(user: string, now: number, reason: 'day' | 'window', retryAfterMs: number, usage: Usage, resetMs: number[]): void {
+    const dayResetAt = now + (resetMs[0] ?? 0);
+    const windowResetAt = now + (resetMs[1] ?? 0);
+    let until: number;
+    if (reason === 'window') {
+      if (usage.windowUsed !== this.config.perMinute) return;
+      until = Math.min(now + retryAfterMs, dayResetAt);
+    } else {
+      until = usage.windowUsed > 0 ? Math.min(dayResetAt, windowResetAt) : dayResetAt;
+    }
+    if (!(until > now)) return;
+    if (this.refusals.size >= this.maxRefusals) {
+      // Forget the oldest refusal (Map keeps insertion order): it only costs that user a round trip.
+      const oldest = this.refusals.keys().next();
+      if (!oldest.done) this.refusals.delete(oldest.value);
+    }
+    this.refusals.delete(user);
+    this.refusals.set(user, {
+      reason,
+      until,
+      retryAt: now + retryAfterMs,
+      dayUsed: usage.dayUsed,
+      windowUsed: usage.windowUsed,
+      dayResetAt,
+      windowResetAt,
+    });
   }
 
   /**
@@ -116,4 +206,17 @@ export class FreeTierLimiter {
       },
     };
   }
+}
+
+/** The verdict the store would give at `now` for a refusal kept by `keep`: same fields, same rounding. */
+function refusalAt(r: Refusal, now: number): FreeTierVerdict {
+  return {
+    admitted: false,
+    reason: r.reason,
+    retryAfterSeconds: retryAfterSeconds(r.retryAt - now),
+    dayUsed: r.dayUsed,
+    windowUsed: r.windowUsed,
+    dayResetSeconds: Math.max(0, Math.ceil((r.dayResetAt - now) / 1000)),
+    windowResetSeconds: r.windowUsed > 0 ? Math.max(0, Math.ceil((r.windowResetAt - now) / 1000)) : 0,
+  };
 }

@@ -10,8 +10,11 @@ import type { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';
 import type { Decision, LimitCheck, LimitState, Store } from '../store/types.js';
 
+/** `degraded`: taken by this replica alone because the store could not be asked (an outage). */
+export type GuardedDecision = Decision & { degraded?: true };
+
 export interface LimitStore {
-  consume(checks: readonly LimitCheck[], nowMs: number, member: string, limit: string): Promise<Decision>;
+  consume(checks: readonly LimitCheck[], nowMs: number, member: string, limit: string): Promise<GuardedDecision>;
   inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]>;
 }
 
@@ -24,11 +27,11 @@ export class GuardedLimits implements LimitStore {
     private readonly onStoreError: () => 'open' | 'closed',
   ) {}
 
-  consume(checks: readonly LimitCheck[], nowMs: number, member: string, limit: string): Promise<Decision> {
+  consume(checks: readonly LimitCheck[], nowMs: number, member: string, limit: string): Promise<GuardedDecision> {
     if (this.store.kind === 'memory') return this.store.consume(checks, nowMs, member);
     // One promise step instead of nested async wrappers: this runs on every free call.
     const start = performance.now();
-    let pending: Promise<Decision>;
+    let pending: Promise<GuardedDecision>;
     try {
       pending = this.store.consume(checks, nowMs, member);
     } catch (err) {
@@ -43,7 +46,9 @@ export class GuardedLimits implements LimitStore {
         this.metrics.observeStore('consume', start, true);
         if (this.onStoreError() === 'closed') throw new StoreUnavailableError(err);
         this.metrics.degradedDecisions.inc({ limit });
-        return this.local.consumeSync(checks, nowMs);
+        const d: GuardedDecision = this.local.consumeSync(checks, nowMs);
+        d.degraded = true;
+        return d;
       },
     );
   }

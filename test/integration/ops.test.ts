@@ -7,28 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
+import { metricsText, metricValue } from '../support/helpers.js';
 import { spawnRedis, type SpawnedRedis } from '../support/redis.js';
 
 const adminAuth = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function metricsText(h: Harness): Promise<string> {
-  return (await fetch(`${h.adminUrl}/metrics`)).text();
-}
-
-/**
- * The value of the first series `name` whose labels include `labels`; undefined when /metrics
- * exposes no such series (a renamed metric or label must not read as 0).
- */
-function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const got = new Map([...(m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]));
-    if (Object.entries(labels).every(([k, v]) => got.get(k) === v)) return Number(m[3]);
-  }
-  return undefined;
-}
 
 /** Whether /metrics declares the metric family `name` (its `# TYPE` line), series or not. */
 function declares(text: string, name: string): boolean {

@@ -26,3 +26,21 @@ export function lastRequest(relay: RelayStandin): RecordedRequest {
 export function bodyJson(r: RecordedRequest): Record<string, unknown> {
   return JSON.parse(r.body.toString('utf8')) as Record<string, unknown>;
 }
+
+export async function metricsText(h: { adminUrl: string }): Promise<string> {
+  return (await fetch(`${h.adminUrl}/metrics`)).text();
+}
+
+/**
+ * The value of the first series `name` whose labels include `labels`; undefined when /metrics
+ * exposes no such series (a renamed metric or label must not read as 0).
+ */
+export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const got = new Map([...(m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]));
+    if (Object.entries(labels).every(([k, v]) => got.get(k) === v)) return Number(m[3]);
+  }
+  return undefined;
+}

@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { DEFAULTS } from '../../src/config.js';
+import { FreeTierLimiter } from '../../src/limits/free-tier.js';
+import { RedisStore } from '../../src/store/redis.js';
+import type { Decision, LimitCheck } from '../../src/store/types.js';
+import { uniquePrefix } from '../support/redis.js';
+
+/**
+ * Remembered refusals against the Lua script: a limiter that answers refused users' retries from
+ * memory must give, call for call, the verdicts of one that asks Redis every time.
+ */
+describe('refusals remembered in front of Redis', () => {
+  const stores: RedisStore[] = [];
+  beforeAll(async () => {
+    for (const p of [uniquePrefix('memo-a'), uniquePrefix('memo-b')]) {
+      const s = new RedisStore({ url: inject('redisUrl'), keyPrefix: p, commandTimeoutMs: 2000 });
+      await s.waitReady();
+      stores.push(s);
+    }
+  });
+  afterAll(() => Promise.all(stores.map((s) => s.close())));
+
+  it('give the same verdicts as asking Redis every time, across window edges and days, with fewer decisions', async () => {
+    let seed = 11;
+    const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const clock = new ManualClock(Date.UTC(2026, 2, 10, 15, 0, 0)); // 23:00 in Beijing
+    const c = { ...DEFAULTS.freeTier, perMinute: 3, windowSeconds: 10, perDay: 25 };
+    let asked = 0;
+    const counted = {
+      consume: (checks: readonly LimitCheck[], now: number, member: string): Promise<Decision> => {
+        asked++;
+        return stores[0]!.consume(checks, now, member);
+      },
+      inspect: stores[0]!.inspect.bind(stores[0]!),
+    };
+    const a = new FreeTierLimiter(c, counted, clock);
+    const b = new FreeTierLimiter(c, stores[1]!, clock, { rememberRefusals: false });
+    let refused = 0;
+    const steps = 1500;
+    for (let i = 0; i < steps; i++) {
+      const r = rand();
+      // Whole quarter-seconds, so that calls often land exactly where a window call leaves.
+      clock.advance(r < 0.7 ? Math.floor(rand() * 4) * 250 : r < 0.997 ? Math.floor(rand() * 32) * 250 : 20 * 3_600_000);
+      const user = rand() < 0.75 ? 'u1' : 'u2';
+      const va = await a.admit(user);
+      expect(va, `step ${i}`).toEqual(await b.admit(user));
+      if (!va.admitted) refused++;
+    }
+    expect(refused).toBeGreaterThan(300);
+    expect(asked).toBeLessThan(steps - refused / 2);
+  });
+});
