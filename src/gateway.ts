@@ -139,7 +139,8 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     // 2. Per-IP limits, before authentication: every request counts.
     const rule = p.ipLimiter.match(target.path);
     if (rule) {
-      const v = await p.ipLimiter.admit(rule, t.ip);
+      const asked = p.ipLimiter.admit(rule, t.ip);
+      const v = asked instanceof Promise ? await asked : asked;
       if (!v.admitted) {
         if (rule.shadow) shadowReject(t, `ip:${rule.name}`, 'window');
         else return reject(res, t, 'ip_limited', Errors.IP_RATE_LIMITED, { headers: { 'retry-after': String(v.retryAfterSeconds) } });

@@ -9,6 +9,7 @@ import type { LimitCheck, LimitState } from '../store/types.js';
 import type { LimitStore } from './guard.js';
 import { DayClock, type Day } from './day.js';
 import { nextMember } from './member.js';
+import { Refusals, type Kept } from './refusals.js';
 
 interface Usage {
   windowUsed: number;
@@ -30,10 +31,8 @@ export interface FreeTierState {
  * What the store said when it last turned a user away, kept so that the user's retries before
  * anything can change are answered without a round trip. Instants are on the sidecar's clock.
  */
-interface Refusal {
+interface Refusal extends Kept {
   reason: 'day' | 'window';
-  /** Until this instant the store's answer is certain to be this same refusal, field for field. */
-  until: number;
   retryAt: number;
   dayUsed: number;
   windowUsed: number;
@@ -63,10 +62,8 @@ export class FreeTierLimiter {
   private readonly models: ReadonlySet<string> | null;
   private policyFor: Day | null = null;
   private policy = '';
-  /** Refused users, oldest refusal first (Map order). A reload builds a new limiter: it starts empty. */
-  private readonly refusals = new Map<string, Refusal>();
-  private readonly remember: boolean;
-  private readonly maxRefusals: number;
+  /** Refused users. A reload builds a new limiter: it starts empty. */
+  private readonly refusals: Refusals<Refusal>;
 
   constructor(
     readonly config: FreeTierConfig,
@@ -76,8 +73,7 @@ export class FreeTierLimiter {
   ) {
     this.days = new DayClock(config.timeZone);
     this.models = config.models ? new Set(config.models) : null;
-    this.remember = opts.rememberRefusals ?? true;
-    this.maxRefusals = opts.maxRefusals ?? 100_000;
+    this.refusals = new Refusals(opts.rememberRefusals === false ? 0 : (opts.maxRefusals ?? 100_000));
   }
 
   isFree(model: string): boolean {
@@ -100,14 +96,8 @@ export class FreeTierLimiter {
 
   admit(user: string): FreeTierVerdict | Promise<FreeTierVerdict> {
     const now = this.clock.now();
-    if (this.refusals.size > 0) {
-      const r = this.refusals.get(user);
-      if (r !== undefined) {
-        if (now < r.until) return refusalAt(r, now);
-        this.refusals.delete(user);
-      }
-    }
-    return this.ask(user, now);
+    const r = this.refusals.get(user, now);
+    return r !== undefined ? refusalAt(r, now) : this.ask(user, now);
   }
 
   private async ask(user: string, now: number): Promise<FreeTierVerdict> {
@@ -121,7 +111,7 @@ export class FreeTierLimiter {
     if (d.admitted) return { admitted: true, ...usage };
     const reason = d.rejectedBy === 0 ? 'day' : 'window';
     // A refusal taken by this replica alone during an outage is not the shared state: not kept.
-    if (this.remember && d.degraded !== true) this.keep(user, now, reason, d.retryAfterMs, usage, d.resetMs);
+    if (d.degraded !== true) this.keep(user, now, reason, d.retryAfterMs, usage, d.resetMs);
     return { admitted: false, reason, retryAfterSeconds: retryAfterSeconds(d.retryAfterMs), ...usage };
   }
 
@@ -144,22 +134,7 @@ export class FreeTierLimiter {
     } else {
       until = usage.windowUsed > 0 ? Math.min(dayResetAt, windowResetAt) : dayResetAt;
     }
-    if (!(until > now)) return;
-    if (this.refusals.size >= this.maxRefusals) {
-      // Forget the oldest refusal (Map keeps insertion order): it only costs that user a round trip.
-      const oldest = this.refusals.keys().next();
-      if (!oldest.done) this.refusals.delete(oldest.value);
-    }
-    this.refusals.delete(user);
-    this.refusals.set(user, {
-      reason,
-      until,
-      retryAt: now + retryAfterMs,
-      dayUsed: usage.dayUsed,
-      windowUsed: usage.windowUsed,
-      dayResetAt,
-      windowResetAt,
-    });
+    this.refusals.keep(user, { reason, until, retryAt: now + retryAfterMs, dayUsed: usage.dayUsed, windowUsed: usage.windowUsed, dayResetAt, windowResetAt }, now);
   }
 
   /**

@@ -8,6 +8,7 @@ import type { IpLimitRule } from '../config.js';
 import type { LimitStore } from './guard.js';
 import { retryAfterSeconds } from './free-tier.js';
 import { nextMember } from './member.js';
+import { Refusals, type Kept } from './refusals.js';
 
 export type IpVerdict = { admitted: true } | { admitted: false; retryAfterSeconds: number };
 
@@ -22,25 +23,54 @@ export function compileIpRules(rules: readonly IpLimitRule[]): (path: string) =>
   };
 }
 
+export interface IpLimiterOptions {
+  /**
+   * Answer a refused address's retries on a rule from memory until it would get in (default
+   * true): a refusal counts nothing, so until then the store could only repeat itself. A flood
+   * from one address then costs no round trip. Bounded by `maxRefusals` (address, rule) pairs.
+   */
+  rememberRefusals?: boolean;
+  /** Most refusals remembered at once (default 100,000); the oldest are forgotten first. */
+  maxRefusals?: number;
+}
+
 export class IpLimiter {
   readonly match: (path: string) => IpLimitRule | null;
+  /**
+   * Refused (rule, address) pairs. The answer is only "refused until T": calls that leave the
+   * window before T do not move T (the store's retry time is when the count falls below the
+   * limit), so a refusal is kept until T whatever the count. A reload builds a new limiter.
+   */
+  private readonly refusals: Refusals<Kept>;
 
   constructor(
     rules: readonly IpLimitRule[],
     private readonly store: LimitStore,
     private readonly clock: Clock,
+    opts: IpLimiterOptions = {},
   ) {
     this.match = compileIpRules(rules);
+    this.refusals = new Refusals(opts.rememberRefusals === false ? 0 : (opts.maxRefusals ?? 100_000));
   }
 
-  async admit(rule: IpLimitRule, ip: string): Promise<IpVerdict> {
+  /** Number of refusals answered from memory now (for tests). */
+  get rememberedRefusals(): number {
+    return this.refusals.size;
+  }
+
+  admit(rule: IpLimitRule, ip: string): IpVerdict | Promise<IpVerdict> {
     const now = this.clock.now();
-    const d = await this.store.consume(
-      [{ kind: 'window', key: `{ip:${ip}}:${rule.name}`, limit: rule.limit, windowMs: rule.windowSeconds * 1000 }],
-      now,
-      nextMember(),
-      `ip:${rule.name}`,
-    );
-    return d.admitted ? { admitted: true } : { admitted: false, retryAfterSeconds: retryAfterSeconds(d.retryAfterMs) };
+    const key = `{ip:${ip}}:${rule.name}`;
+    const kept = this.refusals.get(key, now);
+    if (kept !== undefined) return { admitted: false, retryAfterSeconds: retryAfterSeconds(kept.until - now) };
+    return this.ask(rule, key, now);
+  }
+
+  private async ask(rule: IpLimitRule, key: string, now: number): Promise<IpVerdict> {
+    const d = await this.store.consume([{ kind: 'window', key, limit: rule.limit, windowMs: rule.windowSeconds * 1000 }], now, nextMember(), `ip:${rule.name}`);
+    if (d.admitted) return { admitted: true };
+    // A refusal taken by this replica alone during an outage is not the shared state: not kept.
+    if (d.degraded !== true) this.refusals.keep(key, { until: now + d.retryAfterMs }, now);
+    return { admitted: false, retryAfterSeconds: retryAfterSeconds(d.retryAfterMs) };
   }
 }

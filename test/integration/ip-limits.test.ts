@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
+import { metricsText, metricValue } from '../support/helpers.js';
 import { request } from '../support/http.js';
 
 describe.each(STORE_KINDS)('per-IP limits on the %s store', (kind) => {
@@ -35,6 +36,23 @@ describe.each(STORE_KINDS)('per-IP limits on the %s store', (kind) => {
     expect((await get('/api/log/token', '203.0.113.2')).status).toBe(200);
     clock.advance(1200_000);
     expect((await get('/api/log/token', ip)).status).toBe(200);
+  });
+
+  it("answers a refused address's retries without a store decision, Retry-After counting down", async () => {
+    const ip = '203.0.113.30';
+    for (let i = 0; i < 20; i++) expect((await get('/api/log/token', ip)).status).toBe(200);
+    const decisions = async (): Promise<number | undefined> => metricValue(await metricsText(h), 'sluice_store_seconds_count', { op: 'consume' });
+    const before = await decisions();
+    const waits: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await get(i % 2 ? '/api/log/token' : '/api/usage/token/', ip);
+      expect(r.status).toBe(429);
+      waits.push(String(r.headers['retry-after']));
+      clock.advance(300_000);
+    }
+    expect(waits).toEqual(['1200', '900', '600', '300']);
+    expect((await get('/api/log/token', ip)).status).toBe(200); // t = 1200 s
+    if (kind === 'redis') expect((await decisions())! - before!).toBe(2); // the first refusal and the last call
   });
 
   it('counts requests before authentication', async () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { DEFAULTS } from '../../src/config.js';
 import { FreeTierLimiter } from '../../src/limits/free-tier.js';
+import { IpLimiter } from '../../src/limits/ip.js';
 import { RedisStore } from '../../src/store/redis.js';
 import type { Decision, LimitCheck } from '../../src/store/types.js';
 import { uniquePrefix } from '../support/redis.js';
@@ -49,5 +50,28 @@ describe('refusals remembered in front of Redis', () => {
     }
     expect(refused).toBeGreaterThan(300);
     expect(asked).toBeLessThan(steps - refused / 2);
+  });
+
+  it('per-IP refusals give the same verdicts as asking Redis every time, also after the limit is lowered', async () => {
+    let seed = 5;
+    const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const clock = new ManualClock(Date.UTC(2026, 5, 1));
+    const rule = (limit: number) => ({ name: 'q', paths: ['/api/log/token'], limit, windowSeconds: 15, shadow: false });
+    let limit = 5;
+    const pair = (): [IpLimiter, IpLimiter] => [
+      new IpLimiter([rule(limit)], stores[0]!, clock),
+      new IpLimiter([rule(limit)], stores[1]!, clock, { rememberRefusals: false }),
+    ];
+    let [a, b] = pair();
+    for (let i = 0; i < 1200; i++) {
+      if (i === 600) {
+        limit = 2; // a reload: more calls in the window than the new limit
+        [a, b] = pair();
+      }
+      const r = rand();
+      clock.advance(r < 0.7 ? Math.floor(rand() * 4) * 250 : Math.floor(rand() * 24) * 250);
+      const addr = rand() < 0.7 ? '198.51.100.7' : '198.51.100.8';
+      expect(await a.admit(rule(limit), addr), `step ${i}`).toEqual(await b.admit(rule(limit), addr));
+    }
   });
 });
