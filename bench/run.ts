@@ -252,13 +252,26 @@ async function main(): Promise<void> {
     const holdSluice = await holdIn('sluice-sse', 'sluice.ts', { BENCH_REDIS_URL: redis.url });
     const holdBare = await holdIn('bare-sse', 'bare.ts', { BENCH_ENGINE: 'http-proxy' });
 
+    // ---- refused free-tier calls: a limited client retrying -----------------------------------------
+    log('refused: free-tier calls of users over the contract limits (20 a minute)');
+    const refusing = await start('sluice-refusing', 'sluice.ts', { BENCH_REDIS_URL: redis.url, BENCH_CONTRACT_LIMITS: '1', BENCH_KEYS: '32' });
+    const refusingUrl = `http://127.0.0.1:${port(refusing)}/v1/chat/completions`;
+    // Uses up every user's 20 and warms up; what follows is refusals.
+    await wrk({ url: refusingUrl, connections: CONNECTIONS, seconds: P.warmSeconds, body: FREE_BODY, keys: keys(refusing) });
+    const refusedBefore = await counter.counts();
+    const refusedRun = await measureWhile(refusing, () => wrk({ url: refusingUrl, connections: CONNECTIONS, seconds: P.seconds, body: FREE_BODY, keys: keys(refusing) }));
+    const refused: RefusedResult = { load: refusedRun.result, usage: refusedRun.usage, redis: RedisCounter.diff(refusedBefore, await counter.counts()) };
+    log(`refused: ${refused.load.rps.toFixed(0)} req/s, non-2xx ${refused.load.non2xx} of ${refused.load.requests}, Redis ${JSON.stringify(refused.redis)}`);
+    await refusing.stop();
+    servers.splice(servers.indexOf(refusing), 1);
+
     // ---- model scan microbenchmark ---------------------------------------------------------------
     log('scan: 20 MB bodies');
     const scanOut = await run(process.execPath, [built('scan.ts')], { env: { BENCH_SCAN_RUNS: String(P.scanRuns) }, timeoutMs: 120_000 });
     const scan = (JSON.parse(scanOut.trim().split('\n').pop()!) as { results: ScanRow[] }).results;
 
     counter.close();
-    const report = buildReport({ info, keyCount: keys(paid).length, elapsedS: (roundsEnd - roundsStart) / 1000, variants, rounds, rate, bareMax, half, rateOwn, halfOwn, ttfe, holdSluice, holdBare, scan });
+    const report = buildReport({ info, keyCount: keys(paid).length, elapsedS: (roundsEnd - roundsStart) / 1000, variants, rounds, rate, bareMax, half, rateOwn, halfOwn, ttfe, holdSluice, holdBare, refused, scan });
     process.stdout.write(report.console);
     writeFileSync(join(BENCH_DIR, 'RESULTS.md'), report.markdown);
     writeFileSync(join(BENCH_DIR, 'results.json'), JSON.stringify(report.json, null, 2) + '\n');
@@ -281,6 +294,12 @@ interface HoldResult {
   redis: CommandCounts;
 }
 
+interface RefusedResult {
+  load: LoadResult;
+  usage: Usage;
+  redis: CommandCounts;
+}
+
 interface ReportInput {
   info: Record<string, string>;
   /** Keys each sluice rotates over. */
@@ -297,6 +316,7 @@ interface ReportInput {
   ttfe: { direct: StreamTiming[]; pipe: StreamTiming[]; bare: StreamTiming[]; sluice: StreamTiming[] };
   holdSluice: HoldResult;
   holdBare: HoldResult;
+  refused: RefusedResult;
   scan: ScanRow[];
 }
 
@@ -527,6 +547,15 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
     .map((s) => `- ${s.id}: ${Object.entries(s.redis!).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'} over ${s.requests} requests`)
     .join('\n');
 
+  const rf = x.refused;
+  const freeSummary = summary.find((q) => q.id === 'sluice-free');
+  const refusedMd =
+    `A fresh sluice with the contract's limits and 32 users: a ${P.warmSeconds} s warm-up spends every user's 20, then wrk runs ${P.seconds} s of free-model calls (${CONNECTIONS} connections). ` +
+    `${f(rf.load.rps, 0)} req/s, ${rf.load.non2xx} of ${rf.load.requests} answered 429/402, p99 ${f(rf.load.p99)} ms, CPU ${f(rf.usage.cpuPct, 0)} % (${f((rf.usage.cpuPct / 100 / Math.max(1, rf.load.rps)) * 1e6, 0)} µs/req); ` +
+    `limit scripts run: ${scripts(rf.redis)} (${f(scripts(rf.redis) / Math.max(1, rf.load.requests), 3)} per request; Redis commands in all: ${Object.entries(rf.redis).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}). ` +
+    `A refusal counts nothing, so a refused user's retries are answered from memory until the oldest counted call leaves the window; each user costs one script per window. ` +
+    (freeSummary ? `For comparison, admitted free calls: ${f(freeSummary.rps, 0)} req/s, one script each.` : '');
+
   const machineLines = Object.entries(x.info)
     .map(([k, v]) => `- ${k}: ${v}`)
     .join('\n');
@@ -557,6 +586,9 @@ ${engineT.md}
 ## Redis commands (bench's own redis-server, INFO commandstats)
 ${redisDetail}
 - ${hs.opened} open SSE streams on the paid path: ${Object.entries(hs.redis).map(([k, n]) => `${k} ${n}`).join(', ') || 'no commands'}
+
+## Refused free-tier calls (users over the contract's 20 a minute, retrying)
+${refusedMd}
 
 ## SSE: time to first event (relay holds each stream ${process.env.BENCH_TTFE_DELAY_MS ?? 20} ms, then sends 7 events 5 ms apart)
 ${ttfeT.md}
@@ -600,6 +632,7 @@ ${scanT.md}`;
       rateOwn: x.rateOwn,
       ttfe: { direct: ttfeMed(x.ttfe.direct, 'firstEventMs'), bare: ttfeMed(x.ttfe.bare, 'firstEventMs'), sluice: ttfeMed(x.ttfe.sluice, 'firstEventMs') },
       streams: { sluice: hs, bare: hb },
+      refused: { rps: rf.load.rps, requests: rf.load.requests, non2xx: rf.load.non2xx, p99: rf.load.p99, cpuPct: rf.usage.cpuPct, redis: rf.redis },
       scan: x.scan,
       targets: targets.map(([t, m, ok]) => ({ target: t, measured: m, met: ok })),
     },

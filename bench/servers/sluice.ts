@@ -2,7 +2,7 @@
  * Benchmark process: a whole sluice (createSluice, as `npm start` builds it), logging silenced.
  * BENCH_UPSTREAM (URL), BENCH_REDIS_URL (absent: the embedded store), BENCH_ENGINE (optional:
  * run the Forwarder on another proxy library). The free tier is raised so far that the bench
- * never meets it (every answer must be a 200). Creates BENCH_KEYS (default 256) keys, one user
+ * never meets it (every answer must be a 200) unless BENCH_CONTRACT_LIMITS=1. Creates BENCH_KEYS (default 256) keys, one user
  * each, so that the key cache and the per-user limit state look like many clients rather than
  * one, and prints `{"ready":true,"port":N,"keys":["sk-...", ...]}` on stdout.
  */
@@ -23,7 +23,8 @@ const env: Record<string, string> = {
 };
 if (process.env.BENCH_REDIS_URL) env.SLUICE_REDIS_URL = process.env.BENCH_REDIS_URL;
 // The config schema caps perMinute at 1,000,000 (a minute at 16k req/s); the bench stays below.
-const config = buildConfig({ freeTier: { perMinute: 1_000_000, perDay: 100_000_000 } }, env);
+// BENCH_CONTRACT_LIMITS=1 keeps the contract's 20 a minute and 100 a day: most calls are refused.
+const config = buildConfig(process.env.BENCH_CONTRACT_LIMITS === '1' ? {} : { freeTier: { perMinute: 1_000_000, perDay: 100_000_000 } }, env);
 const sluice = createSluice({ config });
 const { port, adminPort } = await sluice.listen();
 
