@@ -68,6 +68,13 @@ export function createSluice(opts: SluiceOptions): Sluice {
   const store = opts.store ?? createStore(config, log);
   const limits = new GuardedLimits(store, metrics, () => config.limits.onStoreError);
   let policy: Policy = buildPolicy(config, limits, clock);
+  // A store that reconnected may have lost counts (a Redis restarted without persistence): the
+  // refusals kept from before could refuse calls it would now admit.
+  store.onKeyChange((c) => {
+    if (c.type !== 'flush') return;
+    policy.freeTier.forgetRefusals();
+    policy.ipLimiter.forgetRefusals();
+  });
   const authenticator = new Authenticator([storeKeySource(store, (fn) => metrics.timeStore('find_key', fn))], clock, opts.auth);
   const forwarder = new Forwarder({ upstream: config.upstream.url, openStreams: metrics.openStreams });
   const keys = new KeyService(store, clock, (hash) => authenticator.onChange({ type: 'deleted', hash }));

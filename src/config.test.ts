@@ -16,6 +16,7 @@ describe('config', () => {
     expect(c.freeTier).toEqual({ perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null, shadow: false });
     expect(c.drainSeconds).toBe(30);
     expect(c.limits.onStoreError).toBe('open');
+    expect(c.limits.rememberRefusalsSeconds).toBe(10);
     expect(c.redis).toMatchObject({ keyPrefix: 'sluice:', commandTimeoutMs: 100, sentinels: null, clusterNodes: null });
     expect(c.ipLimits).toEqual(DEFAULT_IP_LIMITS);
     expect(c.trustedProxies).toEqual([]);
@@ -56,6 +57,9 @@ describe('config', () => {
     [{ upstream: { credential: 5 } }, /"upstream.credential" must be a non-empty string/],
     [{ logLevel: 'loud' }, /"logLevel" must be one of/],
     [{ limits: { onStoreError: 'maybe' } }, /"limits.onStoreError" must be "open" or "closed"/],
+    [{ limits: { rememberRefusalsSeconds: -1 } }, /limits.rememberRefusalsSeconds/],
+    [{ limits: { rememberRefusalsSeconds: 3601 } }, /limits.rememberRefusalsSeconds/],
+    [{ limits: { rememberRefusalsSeconds: 'long' } }, /limits.rememberRefusalsSeconds/],
     [{ freeTier: { shadow: 'yes' } }, /"freeTier.shadow" must be true or false/],
     [{ redis: { keyPrefix: 'a{b' } }, /"redis.keyPrefix" must not contain/],
     [{ redis: { sentinels: ['h:1'] } }, /"redis.sentinelName" is required/],

@@ -59,7 +59,15 @@ export interface Config {
   logLevel: string;
   /** On SIGTERM: how long in-flight requests and open streams may take before exit. */
   drainSeconds: number;
-  limits: { onStoreError: 'open' | 'closed' };
+  limits: {
+    onStoreError: 'open' | 'closed';
+    /**
+     * How long a replica answers a refused client's further calls from memory, at most, before it
+     * asks the store again (0: always ask). Bounds how stale such an answer can be when the store
+     * changes behind its back (Redis restarted empty, keys deleted by hand, replicas mid-reload).
+     */
+    rememberRefusalsSeconds: number;
+  };
 }
 
 export const DEFAULT_IP_LIMITS: readonly IpLimitRule[] = Object.freeze([
@@ -76,6 +84,7 @@ export const DEFAULTS = Object.freeze({
   freeTier: { perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null as string[] | null, shadow: false },
   logLevel: 'info',
   drainSeconds: 30,
+  rememberRefusalsSeconds: 10,
   redisKeyPrefix: 'sluice:',
   redisCommandTimeoutMs: 100,
 });
@@ -305,7 +314,7 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
   checkKeys(rd, ['url', 'keyPrefix', 'commandTimeoutMs', 'sentinels', 'sentinelName', 'clusterNodes'], 'redis.');
   const lim = file.limits === undefined ? {} : file.limits;
   if (!isObject(lim)) throw new ConfigError('config key "limits" must be a mapping');
-  checkKeys(lim, ['onStoreError'], 'limits.');
+  checkKeys(lim, ['onStoreError', 'rememberRefusalsSeconds'], 'limits.');
   const onStoreError = lim.onStoreError ?? 'open';
   if (onStoreError !== 'open' && onStoreError !== 'closed') {
     throw new ConfigError(`config key "limits.onStoreError" must be "open" or "closed", got ${JSON.stringify(onStoreError)}`);
@@ -365,7 +374,7 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
     ipLimits: ipLimits(file.ipLimits),
     logLevel,
     drainSeconds: int(e('SLUICE_DRAIN_SECONDS') ?? file.drainSeconds ?? DEFAULTS.drainSeconds, e('SLUICE_DRAIN_SECONDS') ? 'SLUICE_DRAIN_SECONDS' : 'drainSeconds', 0, 3600),
-    limits: { onStoreError },
+    limits: { onStoreError, rememberRefusalsSeconds: int(lim.rememberRefusalsSeconds ?? DEFAULTS.rememberRefusalsSeconds, 'limits.rememberRefusalsSeconds', 0, 3600) },
   };
   if (cfg.adminToken !== null && cfg.adminToken.length < 16) {
     throw new ConfigError('SLUICE_ADMIN_TOKEN must be at least 16 characters long');

@@ -18,6 +18,8 @@ import type { ForwardResult, Forwarder } from './forward/proxy.js';
 import { routeFamily, type Metrics, type RouteFamily } from './metrics/index.js';
 import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.js';
 import type { Policy } from './policy.js';
+import type { FreeTierVerdict } from './limits/free-tier.js';
+import type { IpVerdict } from './limits/ip.js';
 import { newRequestId } from './request-id.js';
 import { parseTarget } from './target.js';
 
@@ -140,7 +142,12 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     const rule = p.ipLimiter.match(target.path);
     if (rule) {
       const asked = p.ipLimiter.admit(rule, t.ip);
-      const v = asked instanceof Promise ? await asked : asked;
+      let v: IpVerdict;
+      if (asked instanceof Promise) v = await asked;
+      else {
+        v = asked;
+        metrics.rememberedRefusals.inc({ limit: 'ip' });
+      }
       if (!v.admitted) {
         if (rule.shadow) shadowReject(t, `ip:${rule.name}`, 'window');
         else return reject(res, t, 'ip_limited', Errors.IP_RATE_LIMITED, { headers: { 'retry-after': String(v.retryAfterSeconds) } });
@@ -196,7 +203,12 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     if (free) {
       // A refused user's retry is answered from memory (no promise) while the refusal cannot change.
       const asked = p.freeTier.admit(auth.identity.user);
-      const v = asked instanceof Promise ? await asked : asked;
+      let v: FreeTierVerdict;
+      if (asked instanceof Promise) v = await asked;
+      else {
+        v = asked;
+        metrics.rememberedRefusals.inc({ limit: 'free_tier' });
+      }
       const shadow = p.config.freeTier.shadow;
       if (!shadow) {
         const fields = p.freeTier.rateLimitFields(v);

@@ -20,8 +20,8 @@ export interface Policy {
 export function buildPolicy(config: Config, limits: LimitStore, clock: Clock): Policy {
   return {
     config,
-    freeTier: new FreeTierLimiter(config.freeTier, limits, clock),
-    ipLimiter: new IpLimiter(config.ipLimits, limits, clock),
+    freeTier: new FreeTierLimiter(config.freeTier, limits, clock, { rememberRefusalsMs: config.limits.rememberRefusalsSeconds * 1000 }),
+    ipLimiter: new IpLimiter(config.ipLimits, limits, clock, { rememberRefusalsMs: config.limits.rememberRefusalsSeconds * 1000 }),
     trustedProxies: config.trustedProxies.length ? trustedProxyList(config.trustedProxies) : null,
   };
 }

@@ -9,6 +9,8 @@ import { GuardedLimits, type LimitStore } from './guard.js';
 
 const T0 = Date.UTC(2026, 2, 10, 4, 0, 0); // 12:00 in Beijing
 const BEIJING_MIDNIGHT = Date.UTC(2026, 2, 10, 16, 0, 0);
+/** Refusals kept as long as they hold, so that these tests see the rules and not the age cap. */
+const LONG = { rememberRefusalsMs: 86_400_000 };
 
 function config(over: Partial<FreeTierConfig>): FreeTierConfig {
   return { ...DEFAULTS.freeTier, ...over };
@@ -29,7 +31,7 @@ class CountingStore implements LimitStore {
 
 /** What the store itself says now, from a limiter that remembers nothing (a refusal counts nothing). */
 function storeSays(c: FreeTierConfig, store: LimitStore, clock: ManualClock, user: string): Promise<FreeTierVerdict> {
-  return Promise.resolve(new FreeTierLimiter(c, store, clock, { rememberRefusals: false }).admit(user));
+  return Promise.resolve(new FreeTierLimiter(c, store, clock, { rememberRefusalsMs: 0 }).admit(user));
 }
 
 describe('FreeTierLimiter: refused users', () => {
@@ -37,7 +39,7 @@ describe('FreeTierLimiter: refused users', () => {
     const c = config({ perMinute: 3, perDay: 50 });
     const clock = new ManualClock(T0);
     const store = new CountingStore();
-    const ft = new FreeTierLimiter(c, store, clock);
+    const ft = new FreeTierLimiter(c, store, clock, LONG);
     for (let i = 0; i < 3; i++) {
       expect((await ft.admit('u')).admitted).toBe(true);
       clock.advance(1000); // calls at 0, 1 and 2 s
@@ -57,11 +59,29 @@ describe('FreeTierLimiter: refused users', () => {
     expect(store.asked).toBe(5);
   });
 
+  it('asks the store again once a refusal has been remembered for rememberRefusalsMs (10 s by default)', async () => {
+    const c = config({ perMinute: 1, perDay: 50 });
+    const clock = new ManualClock(T0);
+    const store = new CountingStore();
+    const ft = new FreeTierLimiter(c, store, clock);
+    await ft.admit('u');
+    expect((await ft.admit('u')).admitted).toBe(false);
+    clock.advance(9_999);
+    expect(ft.admit('u')).toEqual(await storeSays(c, store.inner, clock, 'u'));
+    expect(store.asked).toBe(2);
+    clock.advance(1);
+    const again = ft.admit('u');
+    expect(again).toBeInstanceOf(Promise); // asked, though the window still holds the call
+    expect(await again).toMatchObject({ admitted: false, reason: 'window', retryAfterSeconds: 50 });
+    expect(store.asked).toBe(3);
+    expect(new FreeTierLimiter(c, store, clock, { rememberRefusalsMs: 0 }).admit('u')).toBeInstanceOf(Promise);
+  });
+
   it('keeps a daily refusal until the window empties, then until the day ends, and admits at 00:00', async () => {
     const c = config({ perMinute: 10, perDay: 3 });
     const clock = new ManualClock(T0);
     const store = new CountingStore();
-    const ft = new FreeTierLimiter(c, store, clock);
+    const ft = new FreeTierLimiter(c, store, clock, LONG);
     for (let i = 0; i < 3; i++) expect((await ft.admit('u')).admitted).toBe(true);
     expect(await ft.admit('u')).toMatchObject({ admitted: false, reason: 'day' });
     // The window's count and reset are part of the answer: kept only until its calls leave.
@@ -83,7 +103,7 @@ describe('FreeTierLimiter: refused users', () => {
     const c = config({ perMinute: 2, perDay: 50 });
     const clock = new ManualClock(BEIJING_MIDNIGHT - 30_000);
     const store = new CountingStore();
-    const ft = new FreeTierLimiter(c, store, clock);
+    const ft = new FreeTierLimiter(c, store, clock, LONG);
     await ft.admit('u');
     await ft.admit('u');
     clock.advance(10_000);
@@ -105,8 +125,8 @@ describe('FreeTierLimiter: refused users', () => {
     const clock = new ManualClock(T0);
     const remembering = new CountingStore();
     const plain = new CountingStore();
-    const a = new FreeTierLimiter(c, remembering, clock);
-    const b = new FreeTierLimiter(c, plain, clock, { rememberRefusals: false });
+    const a = new FreeTierLimiter(c, remembering, clock, LONG);
+    const b = new FreeTierLimiter(c, plain, clock, { rememberRefusalsMs: 0 });
     let refused = 0;
     for (let i = 0; i < 4000; i++) {
       const r = rand();
@@ -144,7 +164,7 @@ describe('FreeTierLimiter: refused users', () => {
       clock.advance(1000);
     }
     // After a reload to 3 a minute, older calls leave before the user gets in and change the answer.
-    const after = new FreeTierLimiter(config({ perMinute: 3 }), store, clock);
+    const after = new FreeTierLimiter(config({ perMinute: 3 }), store, clock, LONG);
     expect(await after.admit('u')).toMatchObject({ admitted: false, reason: 'window', windowUsed: 5 });
     expect(after.rememberedRefusals).toBe(0);
   });
@@ -152,7 +172,7 @@ describe('FreeTierLimiter: refused users', () => {
   it('remembers at most maxRefusals users, forgetting the oldest refusal first', async () => {
     const clock = new ManualClock(T0);
     const store = new CountingStore();
-    const ft = new FreeTierLimiter(config({ perMinute: 1 }), store, clock, { maxRefusals: 2 });
+    const ft = new FreeTierLimiter(config({ perMinute: 1 }), store, clock, { ...LONG, maxRefusals: 2 });
     for (const u of ['a', 'b', 'c']) {
       await ft.admit(u);
       expect((await ft.admit(u)).admitted).toBe(false);

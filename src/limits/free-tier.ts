@@ -42,13 +42,13 @@ interface Refusal extends Kept {
 
 export interface FreeTierOptions {
   /**
-   * Answer a refused user's retries from memory until the refusal can change (default true).
-   * A refusal counts nothing, so until a counted call leaves the window or the day ends the
-   * store could only repeat itself; retrying clients (the SDKs retry 429s) then cost no round
-   * trip. Bounded by `maxRefusals` users.
+   * Answer a refused user's retries from memory while the refusal cannot change, for at most
+   * this long (default 10 s; 0: always ask the store). A refusal counts nothing, so until a
+   * counted call leaves the window or the day ends the store could only repeat itself; retrying
+   * clients (the SDKs retry 429s) then cost no round trip.
    */
-  rememberRefusals?: boolean;
-  /** Most refused users remembered at once (default 100,000); the oldest are forgotten first. */
+  rememberRefusalsMs?: number;
+  /** Most refused users remembered at once (default 10,000); the oldest are forgotten first. */
   maxRefusals?: number;
 }
 
@@ -73,7 +73,7 @@ export class FreeTierLimiter {
   ) {
     this.days = new DayClock(config.timeZone);
     this.models = config.models ? new Set(config.models) : null;
-    this.refusals = new Refusals(opts.rememberRefusals === false ? 0 : (opts.maxRefusals ?? 100_000));
+    this.refusals = new Refusals({ maxAgeMs: opts.rememberRefusalsMs ?? 10_000, max: opts.maxRefusals ?? 10_000 });
   }
 
   isFree(model: string): boolean {
@@ -92,6 +92,11 @@ export class FreeTierLimiter {
   /** Number of refused users whose retries are answered from memory now (for tests and metrics). */
   get rememberedRefusals(): number {
     return this.refusals.size;
+  }
+
+  /** Forgets every kept refusal (the store reconnected: it may have lost counts meanwhile). */
+  forgetRefusals(): void {
+    this.refusals.clear();
   }
 
   admit(user: string): FreeTierVerdict | Promise<FreeTierVerdict> {
@@ -122,7 +127,8 @@ export class FreeTierLimiter {
    * `perMinute` calls in the window holds until its oldest call leaves, which is also when the
    * user gets in; with more (the limit was lowered since), older calls leave before that and
    * change the answer's fields, so it is not kept. A day refusal holds until the day ends, or
-   * until the window's oldest call leaves, whichever comes first.
+   * until the window's oldest call leaves, whichever comes first. Either way at most
+   * `rememberRefusalsMs` (see Refusals).
    */
   private keep(user: string, now: number, reason: 'day' | 'window', retryAfterMs: number, usage: Usage, resetMs: number[]): void {
     const dayResetAt = now + (resetMs[0] ?? 0);

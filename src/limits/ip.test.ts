@@ -8,6 +8,8 @@ import { GuardedLimits, type LimitStore } from './guard.js';
 import { IpLimiter } from './ip.js';
 
 const T0 = Date.UTC(2026, 5, 1);
+/** Refusals kept as long as they hold, so that these tests see the rules and not the age cap. */
+const LONG = { rememberRefusalsMs: 86_400_000 };
 const rule = (limit: number, windowSeconds = 60): IpLimitRule => ({ name: 'q', paths: ['/api/log/token'], limit, windowSeconds, shadow: false });
 
 class CountingStore implements LimitStore {
@@ -26,7 +28,7 @@ describe('IpLimiter: refused addresses', () => {
   it("answers a refused address's retries from memory with a Retry-After counting down, and lets it in on time", async () => {
     const clock = new ManualClock(T0);
     const store = new CountingStore();
-    const ip = new IpLimiter([rule(2)], store, clock);
+    const ip = new IpLimiter([rule(2)], store, clock, LONG);
     const r = rule(2);
     expect(await ip.admit(r, '198.51.100.1')).toEqual({ admitted: true });
     clock.advance(5_000);
@@ -50,15 +52,15 @@ describe('IpLimiter: refused addresses', () => {
     const remembering = new CountingStore();
     const plain = new CountingStore();
     let limit = 6;
-    let a = new IpLimiter([rule(limit, 30)], remembering, clock);
-    let b = new IpLimiter([rule(limit, 30)], plain, clock, { rememberRefusals: false });
+    let a = new IpLimiter([rule(limit, 30)], remembering, clock, LONG);
+    let b = new IpLimiter([rule(limit, 30)], plain, clock, { rememberRefusalsMs: 0 });
     let refused = 0;
     for (let i = 0; i < 4000; i++) {
       if (i === 1500 || i === 2500) {
         // A reload builds new limiters over the same counts: more calls in a window than the new limit.
         limit = i === 1500 ? 2 : 4;
-        a = new IpLimiter([rule(limit, 30)], remembering, clock);
-        b = new IpLimiter([rule(limit, 30)], plain, clock, { rememberRefusals: false });
+        a = new IpLimiter([rule(limit, 30)], remembering, clock, LONG);
+        b = new IpLimiter([rule(limit, 30)], plain, clock, { rememberRefusalsMs: 0 });
       }
       const r = rand();
       const ms = r < 0.7 ? Math.floor(rand() * 6) * 250 : Math.floor(rand() * 40) * 250;

@@ -25,12 +25,12 @@ export function compileIpRules(rules: readonly IpLimitRule[]): (path: string) =>
 
 export interface IpLimiterOptions {
   /**
-   * Answer a refused address's retries on a rule from memory until it would get in (default
-   * true): a refusal counts nothing, so until then the store could only repeat itself. A flood
-   * from one address then costs no round trip. Bounded by `maxRefusals` (address, rule) pairs.
+   * Answer a refused address's calls on a rule from memory until it would get in, for at most
+   * this long (default 10 s; 0: always ask the store): a refusal counts nothing, so until then
+   * the store could only repeat itself, and a flood from one address costs no round trip.
    */
-  rememberRefusals?: boolean;
-  /** Most refusals remembered at once (default 100,000); the oldest are forgotten first. */
+  rememberRefusalsMs?: number;
+  /** Most (address, rule) refusals remembered at once (default 10,000); the oldest are forgotten first. */
   maxRefusals?: number;
 }
 
@@ -41,7 +41,7 @@ export class IpLimiter {
    * window before T do not move T (the store's retry time is when the count falls below the
    * limit), so a refusal is kept until T whatever the count. A reload builds a new limiter.
    */
-  private readonly refusals: Refusals<Kept>;
+  private readonly refusals: Refusals<Kept & { retryAt: number }>;
 
   constructor(
     rules: readonly IpLimitRule[],
@@ -50,7 +50,7 @@ export class IpLimiter {
     opts: IpLimiterOptions = {},
   ) {
     this.match = compileIpRules(rules);
-    this.refusals = new Refusals(opts.rememberRefusals === false ? 0 : (opts.maxRefusals ?? 100_000));
+    this.refusals = new Refusals({ maxAgeMs: opts.rememberRefusalsMs ?? 10_000, max: opts.maxRefusals ?? 10_000 });
   }
 
   /** Number of refusals answered from memory now (for tests). */
@@ -58,11 +58,16 @@ export class IpLimiter {
     return this.refusals.size;
   }
 
+  /** Forgets every kept refusal (the store reconnected: it may have lost counts meanwhile). */
+  forgetRefusals(): void {
+    this.refusals.clear();
+  }
+
   admit(rule: IpLimitRule, ip: string): IpVerdict | Promise<IpVerdict> {
     const now = this.clock.now();
     const key = `{ip:${ip}}:${rule.name}`;
     const kept = this.refusals.get(key, now);
-    if (kept !== undefined) return { admitted: false, retryAfterSeconds: retryAfterSeconds(kept.until - now) };
+    if (kept !== undefined) return { admitted: false, retryAfterSeconds: retryAfterSeconds(kept.retryAt - now) };
     return this.ask(rule, key, now);
   }
 
@@ -70,7 +75,7 @@ export class IpLimiter {
     const d = await this.store.consume([{ kind: 'window', key, limit: rule.limit, windowMs: rule.windowSeconds * 1000 }], now, nextMember(), `ip:${rule.name}`);
     if (d.admitted) return { admitted: true };
     // A refusal taken by this replica alone during an outage is not the shared state: not kept.
-    if (d.degraded !== true) this.refusals.keep(key, { until: now + d.retryAfterMs }, now);
+    if (d.degraded !== true) this.refusals.keep(key, { until: now + d.retryAfterMs, retryAt: now + d.retryAfterMs }, now);
     return { admitted: false, retryAfterSeconds: retryAfterSeconds(d.retryAfterMs) };
   }
 }

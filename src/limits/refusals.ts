@@ -1,19 +1,28 @@
 /**
  * Refusals kept in memory while the store could only repeat them. A refused call counts nothing,
  * so a subject's counts only move when a counted call leaves its window (or the day ends): until
- * then asking the store again gives the same answer. The limiters decide how long that is; this
- * only holds the entries, bounded, the oldest forgotten first (it only costs that subject one
- * round trip).
+ * then asking the store again gives the same answer, as long as nothing else changes the store
+ * (Redis restarted empty, keys deleted by hand, replicas on different configs mid-reload). The
+ * limiters decide how long the answer holds; this holds the entries, each at most `maxAgeMs`
+ * (which bounds how stale an answer can get when the store does change behind our back), at most
+ * `max` of them, the oldest forgotten first: forgetting only costs that subject one round trip.
  */
 export interface Kept {
   /** Until this instant (sidecar clock, ms) the store's answer is certain to be the same. */
   until: number;
 }
 
+export interface RefusalsOptions {
+  /** Longest an entry is kept, ms (0: nothing is kept). */
+  maxAgeMs: number;
+  /** Most entries at once. */
+  max: number;
+}
+
 export class Refusals<T extends Kept> {
   private readonly map = new Map<string, T>();
 
-  constructor(private readonly max: number) {}
+  constructor(private readonly opts: RefusalsOptions) {}
 
   get size(): number {
     return this.map.size;
@@ -29,13 +38,28 @@ export class Refusals<T extends Kept> {
     return undefined;
   }
 
+  /** Keeps `r` until `r.until`, or `maxAgeMs` from `now` if that comes first. */
   keep(subject: string, r: T, now: number): void {
-    if (!(r.until > now) || this.max <= 0) return;
+    if (this.opts.maxAgeMs <= 0 || this.opts.max <= 0) return;
+    if (now + this.opts.maxAgeMs < r.until) r.until = now + this.opts.maxAgeMs;
+    if (!(r.until > now)) return;
     this.map.delete(subject); // re-inserted last: Map order is refusal order
-    if (this.map.size >= this.max) {
+    // Entries live at most maxAgeMs, so the oldest refusals expire first: drop the expired ones at
+    // the front (a few per call, amortised) so that idle subjects do not sit in memory until evicted.
+    for (let i = 0; i < 4; i++) {
+      const first = this.map.entries().next();
+      if (first.done || first.value[1].until > now) break;
+      this.map.delete(first.value[0]);
+    }
+    if (this.map.size >= this.opts.max) {
       const oldest = this.map.keys().next();
       if (!oldest.done) this.map.delete(oldest.value);
     }
     this.map.set(subject, r);
+  }
+
+  /** Forgets everything: the store may have changed behind our back (it reconnected). */
+  clear(): void {
+    this.map.clear();
   }
 }

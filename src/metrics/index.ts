@@ -43,6 +43,9 @@ export class Metrics {
   readonly degradedDecisions = this.add(
     new Counter('sluice_degraded_decisions_total', 'Limit decisions taken without the store (limits.onStoreError=open: counted in this replica only)', ['limit']),
   );
+  readonly rememberedRefusals = this.add(
+    new Counter('sluice_remembered_refusals_total', 'Refusals answered from memory, without asking the store (limits.rememberRefusalsSeconds)', ['limit']),
+  );
   readonly shadowRejections = this.add(
     new Counter('sluice_shadow_rejections_total', 'Calls a limit in shadow mode would have rejected (admitted anyway)', ['limit', 'reason']),
   );

@@ -314,6 +314,29 @@ describe('Redis outage', () => {
     const fresh = await h.createKey('after-restart');
     expect((await timed(fresh.key, 'vend-flash-free')).status).toBe(200);
   });
+
+  it('forgets the refusals it remembered when Redis comes back without their counts', async () => {
+    const k = (await h.createKey('refused-then-lost')).key;
+    for (let i = 0; i < 20; i++) expect((await timed(k, 'vend-flash-free')).status).toBe(200);
+    expect((await timed(k, 'vend-flash-free')).status).toBe(429); // remembered for up to 10 s
+    const refusedAt = Date.now();
+    await redis.restart(); // empty: the 20 calls are forgotten by the store
+    // The same user through a new key (the old one went with the data). Remembered, the refusal
+    // would hold until refusedAt + 10 s; the store is empty, so the user must get in before that.
+    let fresh: string | null = null;
+    let status = 0;
+    while (Date.now() - refusedAt < 8000) {
+      try {
+        fresh ??= (await h.createKey('refused-then-lost')).key;
+        status = (await timed(fresh, 'vend-flash-free')).status;
+        if (status === 200) break;
+      } catch {
+        // Redis is still coming back.
+      }
+      await sleep(100);
+    }
+    expect(status).toBe(200);
+  });
 });
 
 describe('Redis outage with limits.onStoreError=closed', () => {

@@ -35,8 +35,8 @@ describe('refusals remembered in front of Redis', () => {
       },
       inspect: stores[0]!.inspect.bind(stores[0]!),
     };
-    const a = new FreeTierLimiter(c, counted, clock);
-    const b = new FreeTierLimiter(c, stores[1]!, clock, { rememberRefusals: false });
+    const a = new FreeTierLimiter(c, counted, clock, { rememberRefusalsMs: 86_400_000 });
+    const b = new FreeTierLimiter(c, stores[1]!, clock, { rememberRefusalsMs: 0 });
     let refused = 0;
     const steps = 1500;
     for (let i = 0; i < steps; i++) {
@@ -59,8 +59,8 @@ describe('refusals remembered in front of Redis', () => {
     const rule = (limit: number) => ({ name: 'q', paths: ['/api/log/token'], limit, windowSeconds: 15, shadow: false });
     let limit = 5;
     const pair = (): [IpLimiter, IpLimiter] => [
-      new IpLimiter([rule(limit)], stores[0]!, clock),
-      new IpLimiter([rule(limit)], stores[1]!, clock, { rememberRefusals: false }),
+      new IpLimiter([rule(limit)], stores[0]!, clock, { rememberRefusalsMs: 86_400_000 }),
+      new IpLimiter([rule(limit)], stores[1]!, clock, { rememberRefusalsMs: 0 }),
     ];
     let [a, b] = pair();
     for (let i = 0; i < 1200; i++) {
