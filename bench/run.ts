@@ -553,7 +553,7 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
     `A fresh sluice with the contract's limits and 32 users: a ${P.warmSeconds} s warm-up spends every user's 20, then wrk runs ${P.seconds} s of free-model calls (${CONNECTIONS} connections). ` +
     `${f(rf.load.rps, 0)} req/s, ${rf.load.non2xx} of ${rf.load.requests} answered 429/402, p99 ${f(rf.load.p99)} ms, CPU ${f(rf.usage.cpuPct, 0)} % (${f((rf.usage.cpuPct / 100 / Math.max(1, rf.load.rps)) * 1e6, 0)} µs/req); ` +
     `limit scripts run: ${scripts(rf.redis)} (${f(scripts(rf.redis) / Math.max(1, rf.load.requests), 3)} per request; Redis commands in all: ${Object.entries(rf.redis).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}). ` +
-    `A refusal counts nothing, so a refused user's retries are answered from memory until the oldest counted call leaves the window; each user costs one script per window. ` +
+    `A refusal counts nothing, so a refused user's retries are answered from memory until the oldest counted call leaves the window, for at most limits.rememberRefusalsSeconds (10 s): a user retrying costs about one script per 10 s. ` +
     (freeSummary ? `For comparison, admitted free calls: ${f(freeSummary.rps, 0)} req/s, one script each.` : '');
 
   const machineLines = Object.entries(x.info)

@@ -45,6 +45,21 @@ describe('IpLimiter: refused addresses', () => {
     expect(await ip.admit(r, '198.51.100.1')).toEqual({ admitted: true });
   });
 
+  it('with the default 10 s memory, still answers the real Retry-After, then asks again', async () => {
+    const clock = new ManualClock(T0);
+    const store = new CountingStore();
+    const ip = new IpLimiter([rule(1)], store, clock);
+    await ip.admit(rule(1), '198.51.100.3');
+    expect(await ip.admit(rule(1), '198.51.100.3')).toEqual({ admitted: false, retryAfterSeconds: 60 });
+    clock.advance(5_000);
+    expect(ip.admit(rule(1), '198.51.100.3')).toEqual({ admitted: false, retryAfterSeconds: 55 });
+    clock.advance(5_000);
+    const again = ip.admit(rule(1), '198.51.100.3');
+    expect(again).toBeInstanceOf(Promise);
+    expect(await again).toEqual({ admitted: false, retryAfterSeconds: 50 });
+    expect(store.asked).toBe(3);
+  });
+
   it('gives the verdicts of asking the store every time over a long random run, a lowered limit included', async () => {
     let seed = 3;
     const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);

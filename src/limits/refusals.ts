@@ -21,6 +21,8 @@ export interface RefusalsOptions {
 
 export class Refusals<T extends Kept> {
   private readonly map = new Map<string, T>();
+  /** The next instant the front of the map is checked for expired entries (once a second at most). */
+  private sweepAt = 0;
 
   constructor(private readonly opts: RefusalsOptions) {}
 
@@ -44,12 +46,15 @@ export class Refusals<T extends Kept> {
     if (now + this.opts.maxAgeMs < r.until) r.until = now + this.opts.maxAgeMs;
     if (!(r.until > now)) return;
     this.map.delete(subject); // re-inserted last: Map order is refusal order
-    // Entries live at most maxAgeMs, so the oldest refusals expire first: drop the expired ones at
-    // the front (a few per call, amortised) so that idle subjects do not sit in memory until evicted.
-    for (let i = 0; i < 4; i++) {
-      const first = this.map.entries().next();
-      if (first.done || first.value[1].until > now) break;
-      this.map.delete(first.value[0]);
+    if (now >= this.sweepAt) {
+      // Entries live at most maxAgeMs, so the oldest refusals mostly expire first: drop the
+      // expired ones at the front so that idle subjects do not sit in memory until evicted. Once a
+      // second, not per call: reaching the front of a Map walks past the slots deletes left.
+      this.sweepAt = now + 1000;
+      for (const [k, v] of this.map) {
+        if (v.until > now) break;
+        this.map.delete(k);
+      }
     }
     if (this.map.size >= this.opts.max) {
       const oldest = this.map.keys().next();

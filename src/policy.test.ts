@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from './clock.js';
+import { buildConfig } from './config.js';
+import { buildPolicy } from './policy.js';
+import { MemoryStore } from './store/memory.js';
+
+const ENV = { SLUICE_UPSTREAM_URL: 'http://127.0.0.1:3000' };
+const RULE = { name: 'q', paths: ['/api/log/token'], limit: 1, windowSeconds: 600, shadow: false };
+
+describe('buildPolicy', () => {
+  for (const seconds of [0, 5]) {
+    it(`remembers refusals for limits.rememberRefusalsSeconds (${seconds} s) in both limiters`, async () => {
+      const config = buildConfig({ freeTier: { perMinute: 1 }, ipLimits: [RULE], limits: { rememberRefusalsSeconds: seconds } }, ENV);
+      const clock = new ManualClock();
+      const p = buildPolicy(config, new MemoryStore(), clock);
+      const rule = p.ipLimiter.match('/api/log/token')!;
+      for (const admit of [() => p.freeTier.admit('u'), () => p.ipLimiter.admit(rule, '192.0.2.1')]) {
+        expect((await admit()).admitted).toBe(true);
+        expect((await admit()).admitted).toBe(false);
+        clock.advance(seconds * 1000 - 1);
+        const answeredFromMemory = !(admit() instanceof Promise);
+        expect(answeredFromMemory).toBe(seconds > 0);
+        clock.advance(1);
+        expect(admit()).toBeInstanceOf(Promise);
+        clock.advance(-seconds * 1000);
+      }
+    });
+  }
+});
