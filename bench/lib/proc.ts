@@ -52,6 +52,8 @@ export interface StartOptions {
   readyTimeoutMs?: number;
   /** Run this compiled script instead of bench/.build/bench/servers/<script> (before/after builds). */
   path?: string;
+  /** A command that runs Node for us, e.g. `['valgrind', '--tool=callgrind']` (it keeps the pid). */
+  wrapper?: string[];
 }
 
 /** Where `compile()` puts the JavaScript of src/ and of the benchmark's child scripts. */
@@ -82,7 +84,9 @@ export async function compile(): Promise<string> {
 /** Starts the compiled `bench/servers/<script>` under Node and waits for its `{"ready":true}` line. */
 export function startNodeServer(name: string, script: string, opts: StartOptions = {}): Promise<Server> {
   hookExit();
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.path ?? built(`servers/${script}`)], {
+  const nodeArgv = [...(opts.nodeArgs ?? []), opts.path ?? built(`servers/${script}`)];
+  const [cmd, ...argv] = opts.wrapper?.length ? [...opts.wrapper, process.execPath, ...nodeArgv] : [process.execPath, ...nodeArgv];
+  const child = spawn(cmd!, argv, {
     cwd: ROOT_DIR,
     env: { ...process.env, NODE_ENV: 'production', ...opts.env },
     stdio: ['pipe', 'pipe', 'pipe'],
