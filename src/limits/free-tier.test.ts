@@ -3,8 +3,9 @@ import { ManualClock } from '../clock.js';
 import { DEFAULTS, type FreeTierConfig } from '../config.js';
 import { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';
-import type { Decision, LimitCheck, Store } from '../store/types.js';
+import type { Store } from '../store/types.js';
 import { FreeTierLimiter, type FreeTierVerdict } from './free-tier.js';
+import { CountingStore } from '../../test/support/counting-store.js';
 import { GuardedLimits, type LimitStore } from './guard.js';
 
 const T0 = Date.UTC(2026, 2, 10, 4, 0, 0); // 12:00 in Beijing
@@ -16,18 +17,6 @@ function config(over: Partial<FreeTierConfig>): FreeTierConfig {
   return { ...DEFAULTS.freeTier, ...over };
 }
 
-/** The memory store, counting how often it is asked to decide. */
-class CountingStore implements LimitStore {
-  asked = 0;
-  constructor(readonly inner = new MemoryStore()) {}
-  consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision> {
-    this.asked++;
-    return this.inner.consume(checks, nowMs, member);
-  }
-  inspect(checks: readonly LimitCheck[], nowMs: number) {
-    return this.inner.inspect(checks, nowMs);
-  }
-}
 
 /** What the store itself says now, from a limiter that remembers nothing (a refusal counts nothing). */
 function storeSays(c: FreeTierConfig, store: LimitStore, clock: ManualClock, user: string): Promise<FreeTierVerdict> {

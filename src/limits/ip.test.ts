@@ -3,8 +3,9 @@ import { ManualClock } from '../clock.js';
 import type { IpLimitRule } from '../config.js';
 import { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';
-import type { Decision, LimitCheck, Store } from '../store/types.js';
-import { GuardedLimits, type LimitStore } from './guard.js';
+import type { Store } from '../store/types.js';
+import { CountingStore } from '../../test/support/counting-store.js';
+import { GuardedLimits } from './guard.js';
 import { IpLimiter } from './ip.js';
 
 const T0 = Date.UTC(2026, 5, 1);
@@ -12,17 +13,6 @@ const T0 = Date.UTC(2026, 5, 1);
 const LONG = { rememberRefusalsMs: 86_400_000 };
 const rule = (limit: number, windowSeconds = 60): IpLimitRule => ({ name: 'q', paths: ['/api/log/token'], limit, windowSeconds, shadow: false });
 
-class CountingStore implements LimitStore {
-  asked = 0;
-  constructor(readonly inner = new MemoryStore()) {}
-  consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision> {
-    this.asked++;
-    return this.inner.consume(checks, nowMs, member);
-  }
-  inspect(checks: readonly LimitCheck[], nowMs: number) {
-    return this.inner.inspect(checks, nowMs);
-  }
-}
 
 describe('IpLimiter: refused addresses', () => {
   it("answers a refused address's retries from memory with a Retry-After counting down, and lets it in on time", async () => {

@@ -4,7 +4,7 @@ import { DEFAULTS } from '../../src/config.js';
 import { FreeTierLimiter } from '../../src/limits/free-tier.js';
 import { IpLimiter } from '../../src/limits/ip.js';
 import { RedisStore } from '../../src/store/redis.js';
-import type { Decision, LimitCheck } from '../../src/store/types.js';
+import { CountingStore } from '../support/counting-store.js';
 import { uniquePrefix } from '../support/redis.js';
 
 /**
@@ -27,14 +27,7 @@ describe('refusals remembered in front of Redis', () => {
     const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
     const clock = new ManualClock(Date.UTC(2026, 2, 10, 15, 0, 0)); // 23:00 in Beijing
     const c = { ...DEFAULTS.freeTier, perMinute: 3, windowSeconds: 10, perDay: 25 };
-    let asked = 0;
-    const counted = {
-      consume: (checks: readonly LimitCheck[], now: number, member: string): Promise<Decision> => {
-        asked++;
-        return stores[0]!.consume(checks, now, member);
-      },
-      inspect: stores[0]!.inspect.bind(stores[0]!),
-    };
+    const counted = new CountingStore(stores[0]!);
     const a = new FreeTierLimiter(c, counted, clock, { rememberRefusalsMs: 86_400_000 });
     const b = new FreeTierLimiter(c, stores[1]!, clock, { rememberRefusalsMs: 0 });
     let refused = 0;
@@ -49,7 +42,7 @@ describe('refusals remembered in front of Redis', () => {
       if (!va.admitted) refused++;
     }
     expect(refused).toBeGreaterThan(300);
-    expect(asked).toBeLessThan(steps - refused / 2);
+    expect(counted.asked).toBeLessThan(steps - refused / 2);
   });
 
   it('per-IP refusals give the same verdicts as asking Redis every time, also after the limit is lowered', async () => {
