@@ -89,7 +89,7 @@ export class FreeTierLimiter {
     ];
   }
 
-  /** Number of refused users whose retries are answered from memory now (for tests and metrics). */
+  /** Number of refused users kept now (for tests). */
   get rememberedRefusals(): number {
     return this.refusals.size;
   }

@@ -53,7 +53,7 @@ export class IpLimiter {
     this.refusals = new Refusals({ maxAgeMs: opts.rememberRefusalsMs ?? 10_000, max: opts.maxRefusals ?? 10_000 });
   }
 
-  /** Number of refusals answered from memory now (for tests). */
+  /** Number of refusals kept now (for tests). */
   get rememberedRefusals(): number {
     return this.refusals.size;
   }
