@@ -252,18 +252,22 @@ async function main(): Promise<void> {
     const holdSluice = await holdIn('sluice-sse', 'sluice.ts', { BENCH_REDIS_URL: redis.url });
     const holdBare = await holdIn('bare-sse', 'bare.ts', { BENCH_ENGINE: 'http-proxy' });
 
-    // ---- refused free-tier calls: a limited client retrying -----------------------------------------
-    log('refused: free-tier calls of users over the contract limits (20 a minute)');
-    const refusing = await start('sluice-refusing', 'sluice.ts', { BENCH_REDIS_URL: redis.url, BENCH_CONTRACT_LIMITS: '1', BENCH_KEYS: '32' });
-    const refusingUrl = `http://127.0.0.1:${port(refusing)}/v1/chat/completions`;
-    // Uses up every user's 20 and warms up; what follows is refusals.
-    await wrk({ url: refusingUrl, connections: CONNECTIONS, seconds: P.warmSeconds, body: FREE_BODY, keys: keys(refusing) });
-    const refusedBefore = await counter.counts();
-    const refusedRun = await measureWhile(refusing, () => wrk({ url: refusingUrl, connections: CONNECTIONS, seconds: P.seconds, body: FREE_BODY, keys: keys(refusing) }));
-    const refused: RefusedResult = { load: refusedRun.result, usage: refusedRun.usage, redis: RedisCounter.diff(refusedBefore, await counter.counts()) };
-    log(`refused: ${refused.load.rps.toFixed(0)} req/s, non-2xx ${refused.load.non2xx} of ${refused.load.requests}, Redis ${JSON.stringify(refused.redis)}`);
-    await refusing.stop();
-    servers.splice(servers.indexOf(refusing), 1);
+    // ---- refused free-tier calls: a limited client retrying, refusals remembered and not ----------
+    const refusedRun = async (name: string, rememberSeconds: string): Promise<RefusedResult> => {
+      log(`refused: free-tier calls of users over the contract limits (20 a minute), limits.rememberRefusalsSeconds=${rememberSeconds}`);
+      const srv = await start(name, 'sluice.ts', { BENCH_REDIS_URL: redis!.url, BENCH_CONTRACT_LIMITS: '1', BENCH_KEYS: '32', BENCH_REMEMBER_REFUSALS_SECONDS: rememberSeconds });
+      const url = `http://127.0.0.1:${port(srv)}/v1/chat/completions`;
+      // Uses up every user's 20 and warms up; what follows is refusals.
+      await wrk({ url, connections: CONNECTIONS, seconds: P.warmSeconds, body: FREE_BODY, keys: keys(srv) });
+      const before = await counter.counts();
+      const m = await measureWhile(srv, () => wrk({ url, connections: CONNECTIONS, seconds: P.seconds, body: FREE_BODY, keys: keys(srv) }));
+      const res: RefusedResult = { load: m.result, usage: m.usage, redis: RedisCounter.diff(before, await counter.counts()) };
+      log(`refused: ${res.load.rps.toFixed(0)} req/s, non-2xx ${res.load.non2xx} of ${res.load.requests}, Redis ${JSON.stringify(res.redis)}`);
+      await srv.stop();
+      servers.splice(servers.indexOf(srv), 1);
+      return res;
+    };
+    const refused = { remembered: await refusedRun('sluice-refusing', '10'), asked: await refusedRun('sluice-refusing-asks', '0') };
 
     // ---- model scan microbenchmark ---------------------------------------------------------------
     log('scan: 20 MB bodies');
@@ -316,7 +320,7 @@ interface ReportInput {
   ttfe: { direct: StreamTiming[]; pipe: StreamTiming[]; bare: StreamTiming[]; sluice: StreamTiming[] };
   holdSluice: HoldResult;
   holdBare: HoldResult;
-  refused: RefusedResult;
+  refused: { remembered: RefusedResult; asked: RefusedResult };
   scan: ScanRow[];
 }
 
@@ -547,13 +551,23 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
     .map((s) => `- ${s.id}: ${Object.entries(s.redis!).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'} over ${s.requests} requests`)
     .join('\n');
 
-  const rf = x.refused;
   const freeSummary = summary.find((q) => q.id === 'sluice-free');
+  const refusedRow = (label: string, rf: RefusedResult): string[] => [
+    label,
+    f(rf.load.rps, 0),
+    `${rf.load.non2xx} of ${rf.load.requests}`,
+    f(rf.load.p99),
+    f((rf.usage.cpuPct / 100 / Math.max(1, rf.load.rps)) * 1e6, 0),
+    `${scripts(rf.redis)} (${f(scripts(rf.redis) / Math.max(1, rf.load.requests), 3)}/req)`,
+  ];
+  const refusedT = table(
+    ['sluice', 'req/s', 'refused (429/402)', 'p99 ms', 'CPU µs/req', 'limit scripts run'],
+    [refusedRow('refusals remembered (limits.rememberRefusalsSeconds: 10, the default)', x.refused.remembered), refusedRow('every refusal asks Redis (limits.rememberRefusalsSeconds: 0)', x.refused.asked)],
+    ['l', 'r', 'r', 'r', 'r', 'r'],
+  );
   const refusedMd =
-    `A fresh sluice with the contract's limits and 32 users: a ${P.warmSeconds} s warm-up spends every user's 20, then wrk runs ${P.seconds} s of free-model calls (${CONNECTIONS} connections). ` +
-    `${f(rf.load.rps, 0)} req/s, ${rf.load.non2xx} of ${rf.load.requests} answered 429/402, p99 ${f(rf.load.p99)} ms, CPU ${f(rf.usage.cpuPct, 0)} % (${f((rf.usage.cpuPct / 100 / Math.max(1, rf.load.rps)) * 1e6, 0)} µs/req); ` +
-    `limit scripts run: ${scripts(rf.redis)} (${f(scripts(rf.redis) / Math.max(1, rf.load.requests), 3)} per request; Redis commands in all: ${Object.entries(rf.redis).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}). ` +
-    `A refusal counts nothing, so a refused user's retries are answered from memory until the oldest counted call leaves the window, for at most limits.rememberRefusalsSeconds (10 s): a user retrying costs about one script per 10 s. ` +
+    `A fresh sluice with the contract's limits and 32 users: a ${P.warmSeconds} s warm-up spends every user's 20, then wrk runs ${P.seconds} s of free-model calls (${CONNECTIONS} connections), with refusals remembered and without.\n\n${refusedT.md}\n` +
+    `A refusal counts nothing, so a refused user's retries are answered from memory until the oldest counted call leaves the window, for at most limits.rememberRefusalsSeconds: a user retrying costs about one script per 10 s. ` +
     (freeSummary ? `For comparison, admitted free calls: ${f(freeSummary.rps, 0)} req/s, one script each.` : '');
 
   const machineLines = Object.entries(x.info)
@@ -632,7 +646,9 @@ ${scanT.md}`;
       rateOwn: x.rateOwn,
       ttfe: { direct: ttfeMed(x.ttfe.direct, 'firstEventMs'), bare: ttfeMed(x.ttfe.bare, 'firstEventMs'), sluice: ttfeMed(x.ttfe.sluice, 'firstEventMs') },
       streams: { sluice: hs, bare: hb },
-      refused: { rps: rf.load.rps, requests: rf.load.requests, non2xx: rf.load.non2xx, p99: rf.load.p99, cpuPct: rf.usage.cpuPct, redis: rf.redis },
+      refused: Object.fromEntries(
+        Object.entries(x.refused).map(([k, rf]) => [k, { rps: rf.load.rps, requests: rf.load.requests, non2xx: rf.load.non2xx, p99: rf.load.p99, cpuPct: rf.usage.cpuPct, redis: rf.redis }]),
+      ),
       scan: x.scan,
       targets: targets.map(([t, m, ok]) => ({ target: t, measured: m, met: ok })),
     },

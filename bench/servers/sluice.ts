@@ -24,7 +24,9 @@ const env: Record<string, string> = {
 if (process.env.BENCH_REDIS_URL) env.SLUICE_REDIS_URL = process.env.BENCH_REDIS_URL;
 // The config schema caps perMinute at 1,000,000 (a minute at 16k req/s); the bench stays below.
 // BENCH_CONTRACT_LIMITS=1 keeps the contract's 20 a minute and 100 a day: most calls are refused.
-const config = buildConfig(process.env.BENCH_CONTRACT_LIMITS === '1' ? {} : { freeTier: { perMinute: 1_000_000, perDay: 100_000_000 } }, env);
+// BENCH_REMEMBER_REFUSALS_SECONDS sets limits.rememberRefusalsSeconds (0: every refusal asks Redis).
+const limits = process.env.BENCH_REMEMBER_REFUSALS_SECONDS ? { rememberRefusalsSeconds: Number(process.env.BENCH_REMEMBER_REFUSALS_SECONDS) } : {};
+const config = buildConfig(process.env.BENCH_CONTRACT_LIMITS === '1' ? { limits } : { freeTier: { perMinute: 1_000_000, perDay: 100_000_000 }, limits }, env);
 const sluice = createSluice({ config });
 const { port, adminPort } = await sluice.listen();
 
