@@ -561,7 +561,7 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
     `${scripts(rf.redis)} (${f(scripts(rf.redis) / Math.max(1, rf.load.requests), 3)}/req)`,
   ];
   const refusedT = table(
-    ['sluice', 'req/s', 'refused (429/402)', 'p99 ms', 'CPU µs/req', 'limit scripts run'],
+    ['sluice', 'req/s', 'non-2xx (the refusals)', 'p99 ms', 'CPU µs/req', 'limit scripts run'],
     [refusedRow('refusals remembered (limits.rememberRefusalsSeconds: 10, the default)', x.refused.remembered), refusedRow('every refusal asks Redis (limits.rememberRefusalsSeconds: 0)', x.refused.asked)],
     ['l', 'r', 'r', 'r', 'r', 'r'],
   );
@@ -644,7 +644,9 @@ ${scanT.md}`;
       rate: x.rate,
       halfOwn: Object.fromEntries(x.halfOwn),
       rateOwn: x.rateOwn,
-      ttfe: { direct: ttfeMed(x.ttfe.direct, 'firstEventMs'), bare: ttfeMed(x.ttfe.bare, 'firstEventMs'), sluice: ttfeMed(x.ttfe.sluice, 'firstEventMs') },
+      ttfe: Object.fromEntries(
+        (['direct', 'pipe', 'bare', 'sluice'] as const).map((k) => [k, { firstEventMs: ttfeMed(x.ttfe[k], 'firstEventMs'), backMs: ttfeMed(x.ttfe[k], 'backMs') }]),
+      ),
       streams: { sluice: hs, bare: hb },
       refused: Object.fromEntries(
         Object.entries(x.refused).map(([k, rf]) => [k, { rps: rf.load.rps, requests: rf.load.requests, non2xx: rf.load.non2xx, p99: rf.load.p99, cpuPct: rf.usage.cpuPct, redis: rf.redis }]),

@@ -146,7 +146,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
       if (asked instanceof Promise) v = await asked;
       else {
         v = asked;
-        metrics.rememberedRefusals.inc({ limit: 'ip' });
+        metrics.rememberedRefusals.inc({ limit: `ip:${rule.name}` });
       }
       if (!v.admitted) {
         if (rule.shadow) shadowReject(t, `ip:${rule.name}`, 'window');

@@ -54,7 +54,7 @@ describe.each(STORE_KINDS)('per-IP limits on the %s store', (kind) => {
     clock.advance(1_192_000);
     expect((await get('/api/log/token', ip)).status).toBe(200); // t = 1200 s
     if (kind === 'redis') expect((await decisions())! - before!).toBe(2); // the first refusal and the last call
-    expect(metricValue(await metricsText(h), 'sluice_remembered_refusals_total', { limit: 'ip' })).toBeGreaterThanOrEqual(3);
+    expect(metricValue(await metricsText(h), 'sluice_remembered_refusals_total', { limit: 'ip:usage-query' })).toBeGreaterThanOrEqual(3);
   });
 
   it('counts requests before authentication', async () => {
