@@ -18,8 +18,6 @@ import type { ForwardResult, Forwarder } from './forward/proxy.js';
 import { routeFamily, type Metrics, type RouteFamily } from './metrics/index.js';
 import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.js';
 import type { Policy } from './policy.js';
-import type { FreeTierVerdict } from './limits/free-tier.js';
-import type { IpVerdict } from './limits/ip.js';
 import { newRequestId } from './request-id.js';
 import { parseTarget } from './target.js';
 
@@ -122,6 +120,13 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     );
   }
 
+  // A limiter answers a refused subject's retry from memory, without a promise, while the store
+  // could only repeat itself (limits.rememberRefusalsSeconds): counted so operators see it.
+  function remembered<V>(verdict: V, limit: string): V {
+    metrics.rememberedRefusals.inc({ limit });
+    return verdict;
+  }
+
   function shadowReject(t: Trace, limit: string, reason: string): void {
     metrics.shadowRejections.inc({ limit, reason });
     t.shadow = `${limit}:${reason}`;
@@ -142,12 +147,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     const rule = p.ipLimiter.match(target.path);
     if (rule) {
       const asked = p.ipLimiter.admit(rule, t.ip);
-      let v: IpVerdict;
-      if (asked instanceof Promise) v = await asked;
-      else {
-        v = asked;
-        metrics.rememberedRefusals.inc({ limit: `ip:${rule.name}` });
-      }
+      const v = asked instanceof Promise ? await asked : remembered(asked, `ip:${rule.name}`);
       if (!v.admitted) {
         if (rule.shadow) shadowReject(t, `ip:${rule.name}`, 'window');
         else return reject(res, t, 'ip_limited', Errors.IP_RATE_LIMITED, { headers: { 'retry-after': String(v.retryAfterSeconds) } });
@@ -201,14 +201,8 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     // The RateLimit fields of this free call's answer (none in shadow mode); the relay's own, if it sends any, win.
     let rateLimit: Record<string, string> | undefined;
     if (free) {
-      // A refused user's retry is answered from memory (no promise) while the refusal cannot change.
       const asked = p.freeTier.admit(auth.identity.user);
-      let v: FreeTierVerdict;
-      if (asked instanceof Promise) v = await asked;
-      else {
-        v = asked;
-        metrics.rememberedRefusals.inc({ limit: 'free_tier' });
-      }
+      const v = asked instanceof Promise ? await asked : remembered(asked, 'free_tier');
       const shadow = p.config.freeTier.shadow;
       if (!shadow) {
         const fields = p.freeTier.rateLimitFields(v);

@@ -9,7 +9,7 @@ import type { LimitCheck, LimitState } from '../store/types.js';
 import type { LimitStore } from './guard.js';
 import { DayClock, type Day } from './day.js';
 import { nextMember } from './member.js';
-import { Refusals, type Kept } from './refusals.js';
+import { refusalsFor, type Kept, type RememberRefusals, type Refusals } from './refusals.js';
 
 interface Usage {
   windowUsed: number;
@@ -40,18 +40,6 @@ interface Refusal extends Kept {
   windowResetAt: number;
 }
 
-export interface FreeTierOptions {
-  /**
-   * Answer a refused user's retries from memory while the refusal cannot change, for at most
-   * this long (default 10 s; 0: always ask the store). A refusal counts nothing, so until a
-   * counted call leaves the window or the day ends the store could only repeat itself; retrying
-   * clients (the SDKs retry 429s) then cost no round trip.
-   */
-  rememberRefusalsMs?: number;
-  /** Most refused users remembered at once (default 10,000); the oldest are forgotten first. */
-  maxRefusals?: number;
-}
-
 /** Whole seconds a client must wait so that waiting exactly that long gets it in. */
 export function retryAfterSeconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
@@ -62,18 +50,21 @@ export class FreeTierLimiter {
   private readonly models: ReadonlySet<string> | null;
   private policyFor: Day | null = null;
   private policy = '';
-  /** Refused users. A reload builds a new limiter: it starts empty. */
+  /**
+   * Refused users, whose retries are answered from memory while the store could only repeat
+   * itself (the SDKs retry 429s). A reload builds a new limiter: it starts empty.
+   */
   private readonly refusals: Refusals<Refusal>;
 
   constructor(
     readonly config: FreeTierConfig,
     private readonly store: LimitStore,
     private readonly clock: Clock,
-    opts: FreeTierOptions = {},
+    opts: RememberRefusals = {},
   ) {
     this.days = new DayClock(config.timeZone);
     this.models = config.models ? new Set(config.models) : null;
-    this.refusals = new Refusals({ maxAgeMs: opts.rememberRefusalsMs ?? 10_000, max: opts.maxRefusals ?? 10_000 });
+    this.refusals = refusalsFor(opts);
   }
 
   isFree(model: string): boolean {
@@ -87,11 +78,6 @@ export class FreeTierLimiter {
       { kind: 'counter', key: `{u:${user}}:ft:d:${day.id}`, limit: this.config.perDay, resetAtMs: day.endsAt },
       { kind: 'window', key: `{u:${user}}:ft:w`, limit: this.config.perMinute, windowMs: this.config.windowSeconds * 1000 },
     ];
-  }
-
-  /** Number of refused users kept now (for tests). */
-  get rememberedRefusals(): number {
-    return this.refusals.size;
   }
 
   /** Forgets every kept refusal (the store reconnected: it may have lost counts meanwhile). */

@@ -8,7 +8,7 @@ import type { IpLimitRule } from '../config.js';
 import type { LimitStore } from './guard.js';
 import { retryAfterSeconds } from './free-tier.js';
 import { nextMember } from './member.js';
-import { Refusals, type Kept } from './refusals.js';
+import { refusalsFor, type Kept, type RememberRefusals, type Refusals } from './refusals.js';
 
 export type IpVerdict = { admitted: true } | { admitted: false; retryAfterSeconds: number };
 
@@ -21,17 +21,6 @@ export function compileIpRules(rules: readonly IpLimitRule[]): (path: string) =>
     }
     return null;
   };
-}
-
-export interface IpLimiterOptions {
-  /**
-   * Answer a refused address's calls on a rule from memory until it would get in, for at most
-   * this long (default 10 s; 0: always ask the store): a refusal counts nothing, so until then
-   * the store could only repeat itself, and a flood from one address costs no round trip.
-   */
-  rememberRefusalsMs?: number;
-  /** Most (address, rule) refusals remembered at once (default 10,000); the oldest are forgotten first. */
-  maxRefusals?: number;
 }
 
 export class IpLimiter {
@@ -47,15 +36,10 @@ export class IpLimiter {
     rules: readonly IpLimitRule[],
     private readonly store: LimitStore,
     private readonly clock: Clock,
-    opts: IpLimiterOptions = {},
+    opts: RememberRefusals = {},
   ) {
     this.match = compileIpRules(rules);
-    this.refusals = new Refusals({ maxAgeMs: opts.rememberRefusalsMs ?? 10_000, max: opts.maxRefusals ?? 10_000 });
-  }
-
-  /** Number of refusals kept now (for tests). */
-  get rememberedRefusals(): number {
-    return this.refusals.size;
+    this.refusals = refusalsFor(opts);
   }
 
   /** Forgets every kept refusal (the store reconnected: it may have lost counts meanwhile). */

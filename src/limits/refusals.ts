@@ -19,6 +19,19 @@ export interface RefusalsOptions {
   max: number;
 }
 
+/** What a limiter takes: how long a refusal may answer its subject's retries. */
+export interface RememberRefusals {
+  /** At most this long, ms (default 10 s, `limits.rememberRefusalsSeconds`; 0: always ask the store). */
+  rememberRefusalsMs?: number;
+}
+
+/** Each limiter keeps at most this many refused subjects (the oldest are forgotten first). */
+const MAX_KEPT = 10_000;
+
+export function refusalsFor<T extends Kept>(opts: RememberRefusals): Refusals<T> {
+  return new Refusals<T>({ maxAgeMs: opts.rememberRefusalsMs ?? 10_000, max: MAX_KEPT });
+}
+
 export class Refusals<T extends Kept> {
   private readonly map = new Map<string, T>();
   /** The next instant the front of the map is checked for expired entries (once a second at most). */
