@@ -100,7 +100,9 @@ export class MemoryStore implements Store {
     return {
       admitted: true,
       used: states.map((s) => s.used + 1),
-      resetMs: checks.map((c) => this.stateAt(c, nowMs, 'consume').resetMs),
+      // This call is now in every window, so a window empties no later than a full window from
+      // now; a counter's reset does not move.
+      resetMs: checks.map((c, i) => (c.kind === 'window' ? (states[i]!.used === 0 ? c.windowMs : Math.min(states[i]!.resetMs, c.windowMs)) : states[i]!.resetMs)),
     };
   }
 
