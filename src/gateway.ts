@@ -33,7 +33,7 @@ export interface GatewayDeps {
   draining: () => boolean;
 }
 
-export type Outcome =
+type Outcome =
   | 'admitted'
   | 'unauthorized'
   | 'ip_limited'
