@@ -28,6 +28,14 @@ const DECODERS = new Map<string, AsyncDecoder>([
   ['br', (input, maxOutputLength) => brotliAsync(input, { maxOutputLength })],
 ]);
 
+/** Only `identity` (or nothing) in the field: the body as sent is the body, read as it arrives. */
+const IDENTITY_ONLY = /^[\s,]*(?:identity[\s,]*)*$/i;
+
+/** Whether a body sent with this Content-Encoding must be decoded before it can be read. */
+export function needsDecoding(contentEncoding: string | undefined): boolean {
+  return contentEncoding !== undefined && !IDENTITY_ONLY.test(contentEncoding);
+}
+
 /** The codings to undo, last applied first, or the 415 for one sluice cannot undo. */
 function codingsToUndo(contentEncoding: string | undefined): string[] | Decoded {
   // Empty list elements are legal in HTTP field values (RFC 9110 section 5.6.1).

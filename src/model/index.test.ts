@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { requestedModel } from './index.js';
+import { modelPrepass, requestedModel } from './index.js';
 
 const MB = 1024 * 1024;
 
@@ -45,5 +45,28 @@ describe('requestedModel: form bodies (the relay binds them too)', () => {
   it('reads a compressed JSON body once decoded', async () => {
     const gz = gzipSync(JSON.stringify({ model: 'vend-flash-free' }));
     expect(await modelOf('application/json', gz, { 'content-encoding': 'gzip' })).toEqual({ ok: true, model: 'vend-flash-free' });
+  });
+});
+
+describe('requestedModel: Content-Encoding identity is no compression', () => {
+  const json = Buffer.from(JSON.stringify({ model: 'vend-flash-free', messages: [] }));
+
+  it.each(['identity', ' Identity ', 'identity, identity', ''])('reads a %j body at once, without the decoding detour', (encoding) => {
+    const r = requestedModel('POST', '/v1/chat/completions', { 'content-type': 'application/json', 'content-encoding': encoding }, json, MB);
+    expect(r).not.toBeInstanceOf(Promise);
+    expect(r).toEqual({ ok: true, model: 'vend-flash-free' });
+  });
+
+  it('still decodes a body that names a real coding beside identity', async () => {
+    const r = requestedModel('POST', '/v1/chat/completions', { 'content-type': 'application/json', 'content-encoding': 'identity, gzip' }, gzipSync(json), MB);
+    expect(r).toBeInstanceOf(Promise);
+    expect(await r).toEqual({ ok: true, model: 'vend-flash-free' });
+  });
+
+  it('reads a large identity body while it arrives, as an unencoded one; a gzip body only after decoding', () => {
+    const large = { 'content-type': 'application/json', 'content-length': String(4 * MB) };
+    expect(modelPrepass('POST', '/v1/chat/completions', { ...large, 'content-encoding': 'identity' })).not.toBeNull();
+    expect(modelPrepass('POST', '/v1/chat/completions', large)).not.toBeNull();
+    expect(modelPrepass('POST', '/v1/chat/completions', { ...large, 'content-encoding': 'gzip' })).toBeNull();
   });
 });

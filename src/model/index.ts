@@ -2,7 +2,7 @@
  * Which model a request asks for, read the way the relay will read it.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { decodeBody } from './decode.js';
+import { decodeBody, needsDecoding } from './decode.js';
 import { modelFromPath } from './path.js';
 import { ModelPrepass, type StructureHints } from './prepass.js';
 import { scanModel } from './scan.js';
@@ -27,7 +27,7 @@ const PREPASS_FROM = 256 * 1024;
  * compressed body is read into one after decoding, in requestedModel.)
  */
 export function modelPrepass(method: string, path: string, headers: IncomingHttpHeaders): ModelPrepass | null {
-  if (method !== 'POST' || !path.startsWith('/v1/') || headers['content-encoding'] !== undefined) return null;
+  if (method !== 'POST' || !path.startsWith('/v1/') || needsDecoding(headers['content-encoding'])) return null;
   const length = headers['content-length'];
   if (length !== undefined && Number(length) < PREPASS_FROM) return null;
   if (modelFromPath(path) !== undefined) return null;
@@ -38,7 +38,8 @@ export function modelPrepass(method: string, path: string, headers: IncomingHttp
  * Native generative-content endpoints carry the model in the path; every POST
  * under /v1/ may carry it in its JSON body. A compressed body is decoded for
  * inspection so that compression cannot skip the free-tier check; that happens
- * off the event loop, so only for a compressed body is the answer a promise.
+ * off the event loop, so only for a compressed body is the answer a promise
+ * (`identity` is no compression).
  */
 export function requestedModel(
   method: string,
@@ -52,7 +53,7 @@ export function requestedModel(
   const fromPath = modelFromPath(path);
   if (fromPath !== undefined) return { ok: true, model: fromPath };
   if (method !== 'POST' || !path.startsWith('/v1/') || body === null || body.length === 0) return NONE;
-  if (headers['content-encoding'] !== undefined) return decodedModel(body, headers, maxBytes);
+  if (needsDecoding(headers['content-encoding'])) return decodedModel(body, headers, maxBytes);
   return modelInBody(body, headers['content-type'], hints ?? undefined);
 }
 
