@@ -110,4 +110,85 @@ describe('Authenticator', () => {
     m.release();
     expect(await late).toMatchObject({ ok: false, reason: 'unavailable' });
   });
+
+  describe('renewing a key in use before it expires', () => {
+    const warm = async (ttl = { positiveTtlMs: 60_000 }) => {
+      const clock = new ManualClock();
+      const known = new Map([[hashKey(KEY), alice(KEY)]]);
+      const m = manualSource(known);
+      let asked = 0;
+      const counted: KeySource = { ...m.source, findByHash: (h) => (asked++, m.source.findByHash(h)) };
+      const a = new Authenticator([counted], clock, { ...ttl, staleTtlMs: 15 * 60_000 });
+      const p = a.authenticate([KEY]);
+      m.release();
+      await p;
+      return { clock, known, m, a, asked: () => asked };
+    };
+
+    it('answers from the cache at once and asks the source in the background, once', async () => {
+      const { clock, m, a, asked } = await warm();
+      clock.advance(44_999);
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      expect(asked()).toBe(1); // before three quarters of the TTL: no renewal
+      clock.advance(1);
+      expect(a.cached([KEY])).toMatchObject({ ok: true }); // served, not waited for
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      expect(asked()).toBe(2); // one renewal, however many requests
+      m.release();
+      await settle();
+      // Renewed at 45 s: still served from the cache past the first minute, without asking.
+      clock.advance(30_000);
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      expect(asked()).toBe(2);
+    });
+
+    it('a key not used in the renewal window is asked for, and waited on, once it expires', async () => {
+      const { clock, m, a, asked } = await warm();
+      clock.advance(60_000);
+      expect(a.cached([KEY])).toBeNull();
+      const p = a.authenticate([KEY]);
+      m.release();
+      expect(await p).toMatchObject({ ok: true });
+      expect(asked()).toBe(2);
+    });
+
+    it('a key gone from the store by the renewal is refused from then on', async () => {
+      const { clock, known, m, a } = await warm();
+      known.clear(); // deleted, and the announcement was lost
+      clock.advance(50_000);
+      expect(a.cached([KEY])).toMatchObject({ ok: true }); // the renewal's answer is not in yet
+      m.release();
+      await settle();
+      expect(a.cached([KEY])).toMatchObject({ ok: false, reason: 'invalid' });
+    });
+
+    it('a deletion announced during the renewal is not undone by its answer', async () => {
+      const { clock, m, a } = await warm();
+      clock.advance(50_000);
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      m.change({ type: 'deleted', hash: hashKey(KEY) });
+      m.release(); // the source still answered with the key: the answer predates the deletion
+      await settle();
+      expect(a.cached([KEY])).toBeNull();
+    });
+
+    it('a failed renewal changes nothing: the key serves until its TTL, then the outage rules apply', async () => {
+      const { clock, m, a, asked } = await warm();
+      m.setDown(true);
+      clock.advance(50_000);
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      m.release();
+      await settle();
+      clock.advance(5_000);
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      expect(asked()).toBe(2); // not retried on every request
+      clock.advance(5_000); // 60 s: expired, so asked again and waited on; stale but recent, it still works
+      expect(a.cached([KEY])).toBeNull();
+      const p = a.authenticate([KEY]);
+      await settle();
+      m.release();
+      expect(await p).toMatchObject({ ok: true });
+    });
+  });
 });
+

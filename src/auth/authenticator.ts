@@ -31,6 +31,13 @@ export type AuthResult =
 export interface AuthenticatorOptions {
   /** How long a found key is trusted without asking the source again (deletions evict sooner). */
   positiveTtlMs?: number;
+  /**
+   * From this age on, a found key that is used is asked for again in the background, while the
+   * cached answer still serves (default: three quarters of `positiveTtlMs`). A key in use is thus
+   * renewed before it expires and no request waits for the source; nothing older than
+   * `positiveTtlMs` is trusted either way.
+   */
+  refreshAheadMs?: number;
   /** How long an unknown key is remembered as unknown (creations evict sooner). */
   negativeTtlMs?: number;
   /** How long a key seen valid keeps authenticating while the sources are unreachable. */
@@ -47,6 +54,8 @@ interface Lookup {
 interface Entry {
   identity: KeyIdentity | null;
   at: number;
+  /** A background renewal was started from this entry (once: a failed one is not repeated). */
+  renewing?: boolean;
 }
 
 export class Authenticator {
@@ -54,6 +63,7 @@ export class Authenticator {
   /** Lookups under way, one per hash, shared by every request presenting that key meanwhile. */
   private readonly pending = new Map<string, Lookup>();
   private readonly positiveTtl: number;
+  private readonly refreshAhead: number;
   private readonly negativeTtl: number;
   private readonly staleTtl: number;
   private readonly maxEntries: number;
@@ -66,6 +76,7 @@ export class Authenticator {
     opts: AuthenticatorOptions = {},
   ) {
     this.positiveTtl = opts.positiveTtlMs ?? 60_000;
+    this.refreshAhead = Math.min(opts.refreshAheadMs ?? Math.floor((this.positiveTtl * 3) / 4), this.positiveTtl);
     this.negativeTtl = opts.negativeTtlMs ?? 2_000;
     this.staleTtl = opts.staleTtlMs ?? 15 * 60_000;
     this.maxEntries = opts.maxEntries ?? 50_000;
@@ -98,9 +109,12 @@ export class Authenticator {
     const identities: KeyIdentity[] = [];
     for (const key of presented) {
       if (!plausible(key)) break;
-      const hit = this.fresh(hashKey(key), now);
+      const hash = hashKey(key);
+      const hit = this.fresh(hash, now);
       if (!hit) return null;
       if (!hit.identity) break; // known unknown: 401 whatever the other keys are
+      // A key in use is renewed before it expires, so its requests never wait for the store.
+      if (now - hit.at >= this.refreshAhead && hit.renewing !== true) this.renew(hash, hit);
       identities.push(hit.identity);
     }
     return judge(presented, identities);
@@ -129,17 +143,28 @@ export class Authenticator {
   private async lookup(hash: string): Promise<KeyIdentity | null> {
     const hit = this.fresh(hash, this.clock.now());
     if (hit) return hit.identity;
+    return this.ask(hash);
+  }
+
+  /** Asks the sources in the background; the entry serves meanwhile and a failure changes nothing. */
+  private renew(hash: string, entry: Entry): void {
+    entry.renewing = true;
+    this.ask(hash).catch(() => {});
+  }
+
+  /** The one lookup under way for this hash, started if there is none. */
+  private ask(hash: string): Promise<KeyIdentity | null> {
     let lookup = this.pending.get(hash);
     if (!lookup) {
       const started: Lookup = { raced: null, answer: null as unknown as Promise<KeyIdentity | null> };
       this.pending.set(hash, started);
-      started.answer = this.ask(hash, this.cache.get(hash), this.generation, started).finally(() => this.pending.delete(hash));
+      started.answer = this.askSources(hash, this.cache.get(hash), this.generation, started).finally(() => this.pending.delete(hash));
       lookup = started;
     }
     return lookup.answer;
   }
 
-  private async ask(hash: string, previous: Entry | undefined, gen: number, lookup: Lookup): Promise<KeyIdentity | null> {
+  private async askSources(hash: string, previous: Entry | undefined, gen: number, lookup: Lookup): Promise<KeyIdentity | null> {
     let lastError: unknown = null;
     for (const source of this.sources) {
       let found: KeyIdentity | null;
