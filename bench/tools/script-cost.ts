@@ -1,0 +1,57 @@
+/**
+ * What the free-tier decision costs inside Redis, by Redis's own accounting (INFO commandstats,
+ * usec_per_call of EVALSHA): the empty script, the decision's commands added one at a time, and
+ * CONSUME_LUA itself, each over 150,000 admitted calls in pipelines of 64.
+ *   npx tsx bench/tools/script-cost.ts
+ * Two shapes: 256 users with the bench's raised limit (sorted sets of thousands of entries) and
+ * 20,000 users at the contract's 20 a minute (sorted sets of a few entries).
+ */
+import { Redis } from 'ioredis';
+import { spawnRedis } from '../../test/support/redis.js';
+import { CONSUME_LUA } from '../../src/store/scripts.js';
+
+// KEYS[1] the day counter, KEYS[2] the window; ARGV[1] now, ARGV[2] member (as CONSUME_LUA gets them).
+const steps: Array<[string, string]> = [
+  ['empty script', 'return {0,0,1,1,1,1}'],
+  ['+ ZREMRANGEBYSCORE', "local now = tonumber(ARGV[1]) redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60000) return {0,0,1,1,1,1}"],
+  ['+ ZCARD, INCR', "local now = tonumber(ARGV[1]) redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60000) redis.call('ZCARD', KEYS[2]) redis.call('INCR', KEYS[1]) return {0,0,1,1,1,1}"],
+  ['+ ZADD', "local now = tonumber(ARGV[1]) redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60000) redis.call('ZCARD', KEYS[2]) redis.call('INCR', KEYS[1]) redis.call('ZADD', KEYS[2], now, ARGV[2]) return {0,0,1,1,1,1}"],
+  ['+ PEXPIRE', "local now = tonumber(ARGV[1]) redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60000) redis.call('ZCARD', KEYS[2]) redis.call('INCR', KEYS[1]) redis.call('ZADD', KEYS[2], now, ARGV[2]) redis.call('PEXPIRE', KEYS[2], 60000) return {0,0,1,1,1,1}"],
+  ['CONSUME_LUA (the decision)', CONSUME_LUA],
+];
+
+const server = await spawnRedis();
+const r = new Redis(server.url);
+try {
+  const run = async (sha: string, users: number, perMinute: number, n: number): Promise<number> => {
+    await r.flushall();
+    await r.config('RESETSTAT');
+    const t0 = Date.now();
+    const dayReset = t0 + 3_600_000;
+    for (let i = 0; i < n; i += 64) {
+      const p = r.pipeline();
+      // 10 calls per millisecond: the 20,000 users make 7.5 calls each, all admitted.
+      const now = t0 + Math.floor(i / 10);
+      for (let j = i; j < i + 64; j++) p.evalsha(sha, 2, `d:${j % users}`, `w:${j % users}`, now, `m${j}`, 'c', 100_000_000, dayReset, 'w', perMinute, 60_000);
+      await p.exec();
+    }
+    const line = (await r.info('commandstats')).split('\n').find((l) => l.startsWith('cmdstat_evalsha'))!;
+    return Number(/usec_per_call=([\d.]+)/.exec(line)![1]);
+  };
+  console.log('µs of Redis time per call (INFO commandstats), two passes');
+  console.log(`${'script'.padEnd(30)} ${'256 users, raised limit'.padStart(24)} ${'20,000 users, 20/min'.padStart(22)}`);
+  for (const [name, lua] of steps) {
+    const sha = (await r.script('LOAD', lua)) as string;
+    const big: number[] = [];
+    const small: number[] = [];
+    for (let pass = 0; pass < 2; pass++) {
+      big.push(await run(sha, 256, 1_000_000, 150_000));
+      small.push(await run(sha, 20_000, 20, 150_000));
+    }
+    console.log(`${name.padEnd(30)} ${big.map((x) => x.toFixed(2)).join(' / ').padStart(24)} ${small.map((x) => x.toFixed(2)).join(' / ').padStart(22)}`);
+  }
+} finally {
+  r.disconnect();
+  await server.kill();
+}
+process.exit(0);
