@@ -44,4 +44,13 @@ describe('Refusals', () => {
     r.clear();
     expect(r.get('a', 1)).toBeUndefined();
   });
+
+  it('caps how long a refusal is kept without changing the refusal it hands back', () => {
+    const r = new Refusals<{ until: number; retryAt: number }>({ maxAgeMs: 1000, max: 3 });
+    const refusal = { until: 5000, retryAt: 5000 };
+    r.keep('a', refusal, 0);
+    expect(r.get('a', 999)).toBe(refusal);
+    expect(refusal).toEqual({ until: 5000, retryAt: 5000 });
+    expect(r.get('a', 1000)).toBeUndefined();
+  });
 });

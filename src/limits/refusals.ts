@@ -33,7 +33,8 @@ export function refusalsFor<T extends Kept>(opts: RememberRefusals): Refusals<T>
 }
 
 export class Refusals<T extends Kept> {
-  private readonly map = new Map<string, T>();
+  /** Each refusal with the instant it is dropped: its own `until`, capped at `maxAgeMs` from when it was kept. */
+  private readonly map = new Map<string, { until: number; refusal: T }>();
   /** The next instant the front of the map is checked for expired entries (once a second at most). */
   private sweepAt = 0;
 
@@ -46,9 +47,9 @@ export class Refusals<T extends Kept> {
   /** The refusal kept for `subject` if it still holds at `now`; an expired one is dropped. */
   get(subject: string, now: number): T | undefined {
     if (this.map.size === 0) return undefined;
-    const r = this.map.get(subject);
-    if (r === undefined) return undefined;
-    if (now < r.until) return r;
+    const kept = this.map.get(subject);
+    if (kept === undefined) return undefined;
+    if (now < kept.until) return kept.refusal;
     this.map.delete(subject);
     return undefined;
   }
@@ -56,8 +57,8 @@ export class Refusals<T extends Kept> {
   /** Keeps `r` until `r.until`, or `maxAgeMs` from `now` if that comes first. */
   keep(subject: string, r: T, now: number): void {
     if (this.opts.maxAgeMs <= 0 || this.opts.max <= 0) return;
-    if (now + this.opts.maxAgeMs < r.until) r.until = now + this.opts.maxAgeMs;
-    if (!(r.until > now)) return;
+    const until = Math.min(r.until, now + this.opts.maxAgeMs);
+    if (!(until > now)) return;
     this.map.delete(subject); // re-inserted last: Map order is refusal order
     if (now >= this.sweepAt) {
       // Entries live at most maxAgeMs, so the oldest refusals mostly expire first: drop the
@@ -73,7 +74,7 @@ export class Refusals<T extends Kept> {
       const oldest = this.map.keys().next();
       if (!oldest.done) this.map.delete(oldest.value);
     }
-    this.map.set(subject, r);
+    this.map.set(subject, { until, refusal: r });
   }
 
   /** Forgets everything: the store may have changed behind our back (it reconnected). */
