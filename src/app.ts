@@ -75,7 +75,9 @@ export function createSluice(opts: SluiceOptions): Sluice {
     policy.freeTier.forgetRefusals();
     policy.ipLimiter.forgetRefusals();
   });
-  const authenticator = new Authenticator([storeKeySource(store, (fn) => metrics.timeStore('find_key', fn))], clock, opts.auth);
+  // The embedded store makes no round trip: only Redis lookups are timed (sluice_store_seconds).
+  const timed = store.kind === 'redis' ? <T>(fn: () => Promise<T>): Promise<T> => metrics.timeStore('find_key', fn) : undefined;
+  const authenticator = new Authenticator([storeKeySource(store, timed)], clock, opts.auth);
   const forwarder = new Forwarder({ upstream: config.upstream.url, openStreams: metrics.openStreams });
   const keys = new KeyService(store, clock, (hash) => authenticator.onChange({ type: 'deleted', hash }));
   let draining = false;

@@ -4,8 +4,10 @@
  * nothing else of sluice), and sluice's free path, alternating, N rounds.
  *   npx tsx bench/tools/floor.ts [rounds=5] [seconds=3]
  * Prints median req/s and the median of per-round ratios to bare http-proxy. The gap between bare
- * and "+ ping" is the round trip; between "+ ping" and "+ decision", the script's work in Redis;
- * between "+ decision" and sluice, everything else sluice does on the free path.
+ * and "+ ping" is a round trip per request; between "+ ping" and "+ decision", the script's work in
+ * Redis and the Lua call, less what batching saves (the decisions share socket writes, see
+ * RedisStore; each PING is written on its own); between "+ decision" and sluice, everything else
+ * sluice does on the free path.
  */
 import { spawnRedis } from '../../test/support/redis.js';
 import { compile, measureWhile, startNodeServer, type Server } from '../lib/proc.js';

@@ -1,10 +1,12 @@
 /**
  * What the free-tier decision costs inside Redis, by Redis's own accounting (INFO commandstats,
- * usec_per_call of EVALSHA): the empty script, the decision's commands added one at a time, and
- * CONSUME_LUA itself, each over 150,000 admitted calls in pipelines of 64.
+ * usec_per_call of EVALSHA: the time spent running the script, without parsing the request or the
+ * socket I/O): the empty script, the decision's commands added one at a time, and CONSUME_LUA
+ * itself, each over 150,000 admitted calls in pipelines of 64, one call per simulated millisecond
+ * (150 s: past the first minute every call trims the window).
  *   npx tsx bench/tools/script-cost.ts
- * Two shapes: 256 users with the bench's raised limit (sorted sets of thousands of entries) and
- * 20,000 users at the contract's 20 a minute (sorted sets of a few entries).
+ * Two shapes: 256 users with the bench's raised limit (sorted sets of ~234 entries, as one call
+ * per 256 ms fills a minute) and 20,000 users at the contract's 20 a minute (3 entries each).
  */
 import { Redis } from 'ioredis';
 import { spawnRedis } from '../../test/support/redis.js';
@@ -30,9 +32,8 @@ try {
     const dayReset = t0 + 3_600_000;
     for (let i = 0; i < n; i += 64) {
       const p = r.pipeline();
-      // 10 calls per millisecond: the 20,000 users make 7.5 calls each, all admitted.
-      const now = t0 + Math.floor(i / 10);
-      for (let j = i; j < i + 64; j++) p.evalsha(sha, 2, `d:${j % users}`, `w:${j % users}`, now, `m${j}`, 'c', 100_000_000, dayReset, 'w', perMinute, 60_000);
+      // One call per simulated millisecond: each of the 20,000 users calls every 20 s, all admitted.
+      for (let j = i; j < i + 64; j++) p.evalsha(sha, 2, `d:${j % users}`, `w:${j % users}`, t0 + j, `m${j}`, 'c', 100_000_000, dayReset, 'w', perMinute, 60_000);
       await p.exec();
     }
     const line = (await r.info('commandstats')).split('\n').find((l) => l.startsWith('cmdstat_evalsha'))!;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../clock.js';
 import type { KeyChange } from '../store/types.js';
-import { Authenticator, type KeyIdentity, type KeySource } from './authenticator.js';
+import { Authenticator, type AuthenticatorOptions, type KeyIdentity, type KeySource } from './authenticator.js';
 import { hashKey } from './keys.js';
 
 const KEY = 'sk-test-key-0123456789abcdef';
@@ -112,13 +112,13 @@ describe('Authenticator', () => {
   });
 
   describe('renewing a key in use before it expires', () => {
-    const warm = async (ttl = { positiveTtlMs: 60_000 }) => {
+    const warm = async (opts: AuthenticatorOptions = {}) => {
       const clock = new ManualClock();
       const known = new Map([[hashKey(KEY), alice(KEY)]]);
       const m = manualSource(known);
       let asked = 0;
       const counted: KeySource = { ...m.source, findByHash: (h) => (asked++, m.source.findByHash(h)) };
-      const a = new Authenticator([counted], clock, { ...ttl, staleTtlMs: 15 * 60_000 });
+      const a = new Authenticator([counted], clock, { positiveTtlMs: 60_000, staleTtlMs: 15 * 60_000, ...opts });
       const p = a.authenticate([KEY]);
       m.release();
       await p;
@@ -172,23 +172,49 @@ describe('Authenticator', () => {
       expect(a.cached([KEY])).toBeNull();
     });
 
-    it('a failed renewal changes nothing: the key serves until its TTL, then the outage rules apply', async () => {
+    it('a failed renewal changes nothing: the key serves until its TTL, and the renewal is retried 5 s later, not on every request', async () => {
       const { clock, m, a, asked } = await warm();
       m.setDown(true);
       clock.advance(50_000);
       expect(a.cached([KEY])).toMatchObject({ ok: true });
       m.release();
       await settle();
-      clock.advance(5_000);
+      clock.advance(4_999);
       expect(a.cached([KEY])).toMatchObject({ ok: true });
       expect(asked()).toBe(2); // not retried on every request
-      clock.advance(5_000); // 60 s: expired, so asked again and waited on; stale but recent, it still works
-      expect(a.cached([KEY])).toBeNull();
-      const p = a.authenticate([KEY]);
+      clock.advance(1);
+      m.setDown(false);
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      expect(asked()).toBe(3); // retried after 5 s
+      m.release();
       await settle();
+      clock.advance(30_000); // renewed at 55 s: still cached at 85 s
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      expect(asked()).toBe(3);
+    });
+
+    it('a renewal that fails outright (no stale answer to fall back on) is swallowed, not left unhandled', async () => {
+      const { clock, m, a } = await warm({ staleTtlMs: 1_000 });
+      m.setDown(true);
+      clock.advance(50_000);
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      m.release();
+      await settle();
+      expect(a.cached([KEY])).toMatchObject({ ok: true }); // still within its TTL
+      clock.advance(10_000);
+      expect(a.cached([KEY])).toBeNull();
+    });
+
+    it('after a flush, a request does not share a lookup started before it', async () => {
+      const { clock, m, a, asked } = await warm();
+      clock.advance(50_000);
+      a.cached([KEY]); // a renewal is under way
+      expect(asked()).toBe(2);
+      m.change({ type: 'flush' });
+      const p = a.authenticate([KEY]);
+      expect(asked()).toBe(3); // its own lookup
       m.release();
       expect(await p).toMatchObject({ ok: true });
     });
   });
 });
-

@@ -51,11 +51,14 @@ interface Lookup {
   raced: 'created' | 'deleted' | null;
 }
 
+/** How long a failed background renewal waits before the next (the entry keeps serving until its TTL). */
+const RENEW_RETRY_MS = 5_000;
+
 interface Entry {
   identity: KeyIdentity | null;
   at: number;
-  /** A background renewal was started from this entry (once: a failed one is not repeated). */
-  renewing?: boolean;
+  /** No background renewal starts from this entry before this instant (one is under way, or failed). */
+  renewAfter?: number;
 }
 
 export class Authenticator {
@@ -87,6 +90,9 @@ export class Authenticator {
     if (c.type === 'flush') {
       this.generation++;
       this.cache.clear();
+      // Lookups under way may have been answered before changes the disconnect hid: later
+      // requests start their own rather than share those answers.
+      this.pending.clear();
       return;
     }
     this.cache.delete(c.hash);
@@ -114,7 +120,7 @@ export class Authenticator {
       if (!hit) return null;
       if (!hit.identity) break; // known unknown: 401 whatever the other keys are
       // A key in use is renewed before it expires, so its requests never wait for the store.
-      if (now - hit.at >= this.refreshAhead && hit.renewing !== true) this.renew(hash, hit);
+      if (now - hit.at >= this.refreshAhead && !(now < (hit.renewAfter ?? 0))) this.renew(hash, hit, now);
       identities.push(hit.identity);
     }
     return judge(presented, identities);
@@ -146,9 +152,12 @@ export class Authenticator {
     return this.ask(hash);
   }
 
-  /** Asks the sources in the background; the entry serves meanwhile and a failure changes nothing. */
-  private renew(hash: string, entry: Entry): void {
-    entry.renewing = true;
+  /**
+   * Asks the sources in the background; the entry serves meanwhile. An answer replaces the entry;
+   * if none comes (the store is down), the next renewal waits RENEW_RETRY_MS, not every request.
+   */
+  private renew(hash: string, entry: Entry, now: number): void {
+    entry.renewAfter = now + RENEW_RETRY_MS;
     this.ask(hash).catch(() => {});
   }
 
@@ -158,7 +167,10 @@ export class Authenticator {
     if (!lookup) {
       const started: Lookup = { raced: null, answer: null as unknown as Promise<KeyIdentity | null> };
       this.pending.set(hash, started);
-      started.answer = this.askSources(hash, this.cache.get(hash), this.generation, started).finally(() => this.pending.delete(hash));
+      started.answer = this.askSources(hash, this.cache.get(hash), this.generation, started).finally(() => {
+        // A flush may have dropped this lookup and a newer one taken its place.
+        if (this.pending.get(hash) === started) this.pending.delete(hash);
+      });
       lookup = started;
     }
     return lookup.answer;

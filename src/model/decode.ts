@@ -28,21 +28,26 @@ const DECODERS = new Map<string, AsyncDecoder>([
   ['br', (input, maxOutputLength) => brotliAsync(input, { maxOutputLength })],
 ]);
 
-/** Only `identity` (or nothing) in the field: the body as sent is the body, read as it arrives. */
-const IDENTITY_ONLY = /^[\s,]*(?:identity[\s,]*)*$/i;
+/** The codings a Content-Encoding field lists, in the order applied, without `identity` (no coding). */
+function listedCodings(contentEncoding: string): string[] {
+  // Empty list elements are legal in HTTP field values (RFC 9110 section 5.6.1).
+  return contentEncoding
+    .split(',')
+    .map((coding) => coding.trim().toLowerCase())
+    .filter((coding) => coding !== '' && coding !== 'identity');
+}
 
-/** Whether a body sent with this Content-Encoding must be decoded before it can be read. */
+/**
+ * Whether a body sent with this Content-Encoding must go through decodeBody before it can be read:
+ * any listed coding, one sluice cannot undo included (decodeBody answers that one with a 415).
+ */
 export function needsDecoding(contentEncoding: string | undefined): boolean {
-  return contentEncoding !== undefined && !IDENTITY_ONLY.test(contentEncoding);
+  return contentEncoding !== undefined && listedCodings(contentEncoding).length > 0;
 }
 
 /** The codings to undo, last applied first, or the 415 for one sluice cannot undo. */
 function codingsToUndo(contentEncoding: string | undefined): string[] | Decoded {
-  // Empty list elements are legal in HTTP field values (RFC 9110 section 5.6.1).
-  const codings = (contentEncoding ?? '')
-    .split(',')
-    .map((coding) => coding.trim().toLowerCase())
-    .filter((coding) => coding !== '' && coding !== 'identity');
+  const codings = listedCodings(contentEncoding ?? '');
   for (const coding of codings) {
     if (!DECODERS.has(coding)) return { ok: false, status: 415, reason: `unsupported content-encoding "${coding}"` };
   }

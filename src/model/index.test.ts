@@ -57,6 +57,11 @@ describe('requestedModel: Content-Encoding identity is no compression', () => {
     expect(r).toEqual({ ok: true, model: 'vend-flash-free' });
   });
 
+  it.each(['identity identity', 'identityidentity', 'x-identity'])('refuses %j as an unknown coding (415), as any other', async (encoding) => {
+    const r = requestedModel('POST', '/v1/chat/completions', { 'content-type': 'application/json', 'content-encoding': encoding }, json, MB);
+    expect(await r).toMatchObject({ ok: false, status: 415 });
+  });
+
   it('still decodes a body that names a real coding beside identity', async () => {
     const r = requestedModel('POST', '/v1/chat/completions', { 'content-type': 'application/json', 'content-encoding': 'identity, gzip' }, gzipSync(json), MB);
     expect(r).toBeInstanceOf(Promise);
