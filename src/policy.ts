@@ -27,23 +27,28 @@ export function buildPolicy(config: Config, limits: LimitStore, clock: Clock): P
 }
 
 /**
- * Settings that only take effect at start-up (listeners, the relay URL, the
- * Redis connection, the admin token): a reload keeps their running values and
- * names the ones it ignored; everything else comes from the new file.
+ * Settings that only take effect at start-up (listeners, the relay URL, the Redis connection,
+ * the admin token), each listed once: how a reload tells it changed (`read`) and how the running
+ * value is kept (`keep`). The admin token is a secret: it is kept, never named.
+ */
+const STARTUP_ONLY: ReadonlyArray<{ name: string | null; read: (c: Config) => string; keep: (c: Config, running: Config) => Config }> = [
+  { name: 'upstream.url', read: (c) => c.upstream.url.href, keep: (c, r) => ({ ...c, upstream: { ...c.upstream, url: r.upstream.url } }) },
+  { name: 'redis', read: (c) => JSON.stringify(c.redis), keep: (c, r) => ({ ...c, redis: r.redis }) },
+  { name: 'host/port', read: (c) => `${c.host}:${c.port}`, keep: (c, r) => ({ ...c, host: r.host, port: r.port }) },
+  { name: 'adminHost/adminPort', read: (c) => `${c.adminHost}:${c.adminPort}`, keep: (c, r) => ({ ...c, adminHost: r.adminHost, adminPort: r.adminPort }) },
+  { name: null, read: () => '', keep: (c, r) => ({ ...c, adminToken: r.adminToken }) },
+];
+
+/**
+ * The config a reload puts in force: everything from the new file but the start-up-only
+ * settings, which keep their running values; `ignored` names those the file tried to change.
  */
 export function applyReload(running: Config, next: Config): { config: Config; ignored: string[] } {
-  const startupOnly = {
-    'upstream.url': [running.upstream.url.href, next.upstream.url.href],
-    redis: [JSON.stringify(running.redis), JSON.stringify(next.redis)],
-    'host/port': [`${running.host}:${running.port}`, `${next.host}:${next.port}`],
-    'adminHost/adminPort': [`${running.adminHost}:${running.adminPort}`, `${next.adminHost}:${next.adminPort}`],
-  };
-  const ignored = Object.entries(startupOnly)
-    .filter(([, [a, b]]) => a !== b)
-    .map(([k]) => k);
-  const { redis, host, port, adminHost, adminPort, adminToken } = running;
-  return {
-    config: { ...next, upstream: { ...next.upstream, url: running.upstream.url }, redis, host, port, adminHost, adminPort, adminToken },
-    ignored,
-  };
+  let config = next;
+  const ignored: string[] = [];
+  for (const s of STARTUP_ONLY) {
+    if (s.name !== null && s.read(running) !== s.read(next)) ignored.push(s.name);
+    config = s.keep(config, running);
+  }
+  return { config, ignored };
 }
