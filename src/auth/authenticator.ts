@@ -33,9 +33,9 @@ export interface AuthenticatorOptions {
   positiveTtlMs?: number;
   /**
    * From this age on, a found key that is used is asked for again in the background, while the
-   * cached answer still serves (default: three quarters of `positiveTtlMs`). A key in use is thus
-   * renewed before it expires and no request waits for the source; nothing older than
-   * `positiveTtlMs` is trusted either way.
+   * cached answer still serves (default: three quarters of `positiveTtlMs`). A key in steady use
+   * is thus renewed before it expires and its requests do not wait for the source; nothing older
+   * than `positiveTtlMs` is trusted either way.
    */
   refreshAheadMs?: number;
   /** How long an unknown key is remembered as unknown (creations evict sooner). */
@@ -119,7 +119,7 @@ export class Authenticator {
       const hit = this.fresh(hash, now);
       if (!hit) return null;
       if (!hit.identity) break; // known unknown: 401 whatever the other keys are
-      // A key in use is renewed before it expires, so its requests never wait for the store.
+      // A key in steady use is renewed before it expires, so its requests do not wait for the store.
       if (now - hit.at >= this.refreshAhead && !(now < (hit.renewAfter ?? 0))) this.renew(hash, hit, now);
       identities.push(hit.identity);
     }
