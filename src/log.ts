@@ -4,7 +4,13 @@
  */
 import pino, { type Logger } from 'pino';
 
-const REDACT_PATHS = [
+/**
+ * Named exactly, never with wildcards: a wildcard path (`*.key`) makes pino walk every field of
+ * every line, which doubled the cost of the per-request access line (about 13 µs against 7). The
+ * only nested object sluice logs is the config on reload, already through publicConfig; its
+ * secrets are named here as well, in case that ever changes.
+ */
+export const REDACT_PATHS = [
   'req.headers.authorization',
   'req.headers["x-api-key"]',
   'req.headers["x-goog-api-key"]',
@@ -12,12 +18,12 @@ const REDACT_PATHS = [
   'headers["x-api-key"]',
   'headers["x-goog-api-key"]',
   'key',
-  '*.key',
   'credential',
-  '*.credential',
   'adminToken',
-  '*.adminToken',
   'token',
+  'config.adminToken',
+  'config.upstream.credential',
+  'config.redis.url',
 ];
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {

@@ -1,0 +1,41 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { buildConfig, publicConfig } from './config.js';
+import { createLogger } from './log.js';
+
+function capture(): { log: ReturnType<typeof createLogger>; lines: () => Array<Record<string, unknown>> } {
+  const out: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      out.push(chunk.toString());
+      cb();
+    },
+  });
+  return { log: createLogger('info', sink), lines: () => out.join('').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
+
+describe('log redaction', () => {
+  const SECRET = 'sk-live-0123456789abcdefSECRET';
+
+  it('redacts keys, credentials and tokens at the top level and in request headers', () => {
+    const { log, lines } = capture();
+    log.info({ key: SECRET, credential: SECRET, adminToken: SECRET, token: SECRET }, 'fields');
+    log.info({ req: { headers: { authorization: `Bearer ${SECRET}`, 'x-api-key': SECRET, 'x-goog-api-key': SECRET } } }, 'request');
+    log.info({ headers: { authorization: `Bearer ${SECRET}`, 'x-api-key': SECRET, 'x-goog-api-key': SECRET } }, 'headers');
+    const text = JSON.stringify(lines());
+    expect(text).not.toContain(SECRET);
+    expect(lines()[0]).toMatchObject({ key: '[redacted]', credential: '[redacted]', adminToken: '[redacted]', token: '[redacted]' });
+  });
+
+  it('redacts the config secrets even if a config were logged whole, not only through publicConfig', () => {
+    const config = buildConfig({ upstream: { credential: SECRET } }, {
+      SLUICE_UPSTREAM_URL: 'http://127.0.0.1:3000',
+      SLUICE_ADMIN_TOKEN: SECRET,
+      SLUICE_REDIS_URL: `redis://:${SECRET}@127.0.0.1:6379`,
+    });
+    const { log, lines } = capture();
+    log.info({ config: { ...config, upstream: { ...config.upstream, url: config.upstream.url.href } } }, 'raw');
+    log.info({ config: publicConfig(config) }, 'public');
+    expect(JSON.stringify(lines())).not.toContain(SECRET);
+  });
+});
