@@ -1,7 +1,11 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { buildConfig, publicConfig } from './config.js';
-import { createLogger } from './log.js';
+import { createLogger, logDestination } from './log.js';
 
 function capture(): { log: ReturnType<typeof createLogger>; lines: () => Array<Record<string, unknown>> } {
   const out: string[] = [];
@@ -37,5 +41,35 @@ describe('log redaction', () => {
     log.info({ config: { ...config, upstream: { ...config.upstream, url: config.upstream.url.href } } }, 'raw');
     log.info({ config: publicConfig(config) }, 'public');
     expect(JSON.stringify(lines())).not.toContain(SECRET);
+  });
+});
+
+describe('log destination', () => {
+  const file = (): string => join(mkdtempSync(join(tmpdir(), 'sluice-log-')), 'out.log');
+  const lines = (path: string): string[] => readFileSync(path, 'utf8').split('\n').filter(Boolean);
+
+  it('batches lines, and writes a quiet logger\'s lines within about a second', async () => {
+    const path = file();
+    const log = createLogger('info', logDestination(path));
+    log.info({ n: 1 }, 'one');
+    log.info({ n: 2 }, 'two');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(lines(path)).toHaveLength(0); // held: under 4 KB and under a second old
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(lines(path).map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['one', 'two']);
+  });
+
+  it('writes what it holds to stdout when the process exits, even through process.exit', () => {
+    const script = `
+      import { createLogger } from './src/log.ts';
+      const log = createLogger('info');
+      log.info({ port: 8080 }, 'listening');
+      log.error({ reason: 'test' }, 'failed');
+      process.exit(1);
+    `;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '..'), encoding: 'utf8', timeout: 30_000 });
+    expect(r.status).toBe(1);
+    const out = r.stdout.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg);
+    expect(out).toEqual(['listening', 'failed']);
   });
 });

@@ -32,7 +32,7 @@ async function main(): Promise<void> {
         () => sluice.log.flush(() => process.exit(0)),
         (err: unknown) => {
           sluice.log.error({ err: String(err) }, 'shutdown failed');
-          process.exit(1);
+          sluice.log.flush(() => process.exit(1));
         },
       );
   };
