@@ -10,7 +10,7 @@ import pino, { type Logger } from 'pino';
  * only nested object sluice logs is the config on reload, already through publicConfig; its
  * secrets are named here as well, in case that ever changes.
  */
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'req.headers.authorization',
   'req.headers["x-api-key"]',
   'req.headers["x-goog-api-key"]',
