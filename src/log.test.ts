@@ -3,9 +3,10 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { buildConfig, publicConfig } from './config.js';
-import { createLogger, logDestination } from './log.js';
+import pino from 'pino';
+import { createLogger, isoTimeCached, logDestination } from './log.js';
 
 function capture(): { log: ReturnType<typeof createLogger>; lines: () => Array<Record<string, unknown>> } {
   const out: string[] = [];
@@ -71,5 +72,20 @@ describe('log destination', () => {
     expect(r.status).toBe(1);
     const out = r.stdout.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg);
     expect(out).toEqual(['listening', 'failed']);
+  });
+});
+
+describe('log timestamps', () => {
+  it('are pino\'s isoTime, formatted once per millisecond', () => {
+    vi.useFakeTimers({ now: Date.UTC(2026, 10, 23, 3, 48, 0, 5) });
+    try {
+      expect(isoTimeCached()).toBe(pino.stdTimeFunctions.isoTime());
+      expect(isoTimeCached()).toBe(',"time":"2026-11-23T03:48:00.005Z"');
+      vi.advanceTimersByTime(1);
+      expect(isoTimeCached()).toBe(',"time":"2026-11-23T03:48:00.006Z"');
+      expect(isoTimeCached()).toBe(pino.stdTimeFunctions.isoTime());
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

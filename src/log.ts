@@ -38,13 +38,28 @@ export function logDestination(dest: number | string = 1): pino.DestinationStrea
   return pino.destination({ dest, sync: false, minLength: 4096, periodicFlush: 1000 });
 }
 
+/**
+ * pino's `isoTime`, formatted once per millisecond: under load many lines share one, and
+ * `toISOString` was about a sixth of the access line's cost.
+ */
+let stampMs = -1;
+let stamp = '';
+export function isoTimeCached(): string {
+  const now = Date.now();
+  if (now !== stampMs) {
+    stampMs = now;
+    stamp = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return stamp;
+}
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
     {
       level,
       base: { svc: 'sluice' },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: isoTimeCached,
     },
     destination ?? logDestination(),
   );
