@@ -1,6 +1,4 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it, vi } from 'vitest';
@@ -46,20 +44,6 @@ describe('log redaction', () => {
 });
 
 describe('log destination', () => {
-  const file = (): string => join(mkdtempSync(join(tmpdir(), 'sluice-log-')), 'out.log');
-  const lines = (path: string): string[] => readFileSync(path, 'utf8').split('\n').filter(Boolean);
-
-  it('batches lines, and writes a quiet logger\'s lines within about a second', async () => {
-    const path = file();
-    const log = createLogger('info', logDestination(path));
-    log.info({ n: 1 }, 'one');
-    log.info({ n: 2 }, 'two');
-    await new Promise((r) => setTimeout(r, 100));
-    expect(lines(path)).toHaveLength(0); // held: under 4 KB and under a second old
-    await new Promise((r) => setTimeout(r, 1200));
-    expect(lines(path).map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['one', 'two']);
-  });
-
   it('writes what it holds to stdout when the process exits, even through process.exit', () => {
     const script = `
       import { createLogger } from './src/log.ts';

@@ -27,15 +27,13 @@ const REDACT_PATHS = [
 ];
 
 /**
- * Where lines go: stdout (or a file, for benchmarks), written asynchronously and in batches of at
- * least 4 KB, at the latest a second after the line was logged. At one line per request a write
- * per line costs a thread-pool round trip each; batched, about fifteen lines share one. Any exit
- * through Node, process.exit included, writes what is held first (pino does); a process killed
- * outright (SIGKILL, out of memory) can lose up to the last second of lines.
+ * Where lines go: stdout (or a file, for benchmarks), written asynchronously so that stdout is
+ * never on the request path. Any exit through Node, process.exit included, writes what is still
+ * held (pino does). Batching writes (SonicBoom's minLength) was measured and not kept: two A/B runs
+ * disagreed on its sign, within this machine's noise, and it would delay lines by up to a second.
  */
 export function logDestination(dest: number | string = 1): pino.DestinationStream {
-  // pino flushes what a destination holds when the process exits, process.exit included.
-  return pino.destination({ dest, sync: false, minLength: 4096, periodicFlush: 1000 });
+  return pino.destination({ dest, sync: false });
 }
 
 /**

@@ -8,7 +8,6 @@
  */
 import { createSluice } from '../../src/app.js';
 import { buildConfig } from '../../src/config.js';
-import pino from 'pino';
 import { createLogger, logDestination } from '../../src/log.js';
 import { setDefaultForwardEngine, type ForwardEngineName } from '../../src/forward/engine.js';
 import { onStopSignal, requireEnv } from './common.js';
@@ -30,10 +29,9 @@ if (process.env.BENCH_REDIS_URL) env.SLUICE_REDIS_URL = process.env.BENCH_REDIS_
 const limits = process.env.BENCH_REMEMBER_REFUSALS_SECONDS ? { rememberRefusalsSeconds: Number(process.env.BENCH_REMEMBER_REFUSALS_SECONDS) } : {};
 const config = buildConfig(process.env.BENCH_CONTRACT_LIMITS === '1' ? { limits } : { freeTier: { perMinute: 1_000_000, perDay: 100_000_000 }, limits }, env);
 // BENCH_LOG_LEVEL (e.g. info): log as a deployment does, one JSON line per request, to /dev/null
-// rather than to the pipe the runner reads. BENCH_LOG_BATCH=0: one write per line, as before
-// logDestination batched them (for before/after runs).
+// rather than to the pipe the runner reads.
 const logLevel = process.env.BENCH_LOG_LEVEL;
-const sluice = createSluice({ config, ...(logLevel ? { log: createLogger(logLevel, process.env.BENCH_LOG_BATCH === '0' ? pino.destination({ dest: '/dev/null', sync: false }) : logDestination('/dev/null')) } : {}) });
+const sluice = createSluice({ config, ...(logLevel ? { log: createLogger(logLevel, logDestination('/dev/null')) } : {}) });
 const { port, adminPort } = await sluice.listen();
 
 // The Redis store refuses commands until connected (no offline queue): retry for a while.
