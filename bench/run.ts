@@ -142,7 +142,7 @@ async function main(): Promise<void> {
       { id: 'sluice-paid', label: 'sluice, paid model (Redis store)', server: paid, port: port(paid), body: PAID_BODY, keys: keys(paid), redis: true },
       {
         id: 'sluice-paid-logged',
-        label: 'sluice, paid model, with the access log at info (the default; one JSON line per request, to /dev/null)',
+        label: 'sluice, paid model, with the access log at info (the default; one JSON line per request, to /dev/null: a lower bound for a stdout pipe)',
         server: logged,
         port: port(logged),
         body: PAID_BODY,
@@ -556,7 +556,9 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
       'no Redis round trip on the paid path',
       `${scripts(paid.redis)} limit scripts and ${paid.redisCmds} commands in all (${Object.entries(paid.redis ?? {}).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}) over ${paid.requests} requests with ${x.keyCount} keys; ${totalCmds(hs.redis)} during ${hs.opened} streams`,
       // Key-cache renewals (one HGETALL per key in use every 45 s, by design) are not per-request trips.
-      scripts(paid.redis) === 0 && paid.redisCmds! <= x.keyCount * Math.ceil(x.elapsedS / 45) && scripts(hs.redis) === 0,
+      // The bound spans all rounds (a key can be renewed once per 45 s whichever variant runs), so it is
+      // loose; per-request trips would exceed it many times over.
+      scripts(paid.redis) === 0 && scripts(paidLogged.redis) === 0 && paid.redisCmds! <= x.keyCount * Math.ceil(x.elapsedS / 45) && scripts(hs.redis) === 0,
     ],
   ];
   const verdict = (b: boolean | null | 'noisy'): string =>
