@@ -18,25 +18,24 @@ export interface Policy {
 }
 
 export function buildPolicy(config: Config, limits: LimitStore, clock: Clock): Policy {
+  const remember = { rememberRefusalsMs: config.limits.rememberRefusalsSeconds * 1000 };
   return {
     config,
-    freeTier: new FreeTierLimiter(config.freeTier, limits, clock, { rememberRefusalsMs: config.limits.rememberRefusalsSeconds * 1000 }),
-    ipLimiter: new IpLimiter(config.ipLimits, limits, clock, { rememberRefusalsMs: config.limits.rememberRefusalsSeconds * 1000 }),
+    freeTier: new FreeTierLimiter(config.freeTier, limits, clock, remember),
+    ipLimiter: new IpLimiter(config.ipLimits, limits, clock, remember),
     trustedProxies: config.trustedProxies.length ? trustedProxyList(config.trustedProxies) : null,
   };
 }
 
 /**
- * Settings that only take effect at start-up (listeners, the relay URL, the Redis connection,
- * the admin token), each listed once: how a reload tells it changed (`read`) and how the running
- * value is kept (`keep`). The admin token is a secret: it is kept, never named.
+ * Settings that only take effect at start-up (listeners, the relay URL, the Redis connection),
+ * each listed once: how a reload tells it changed (`read`) and how the running value is kept.
  */
-const STARTUP_ONLY: ReadonlyArray<{ name: string | null; read: (c: Config) => string; keep: (c: Config, running: Config) => Config }> = [
+const STARTUP_ONLY: ReadonlyArray<{ name: string; read: (c: Config) => string; keep: (c: Config, running: Config) => Config }> = [
   { name: 'upstream.url', read: (c) => c.upstream.url.href, keep: (c, r) => ({ ...c, upstream: { ...c.upstream, url: r.upstream.url } }) },
   { name: 'redis', read: (c) => JSON.stringify(c.redis), keep: (c, r) => ({ ...c, redis: r.redis }) },
   { name: 'host/port', read: (c) => `${c.host}:${c.port}`, keep: (c, r) => ({ ...c, host: r.host, port: r.port }) },
   { name: 'adminHost/adminPort', read: (c) => `${c.adminHost}:${c.adminPort}`, keep: (c, r) => ({ ...c, adminHost: r.adminHost, adminPort: r.adminPort }) },
-  { name: null, read: () => '', keep: (c, r) => ({ ...c, adminToken: r.adminToken }) },
 ];
 
 /**
@@ -44,10 +43,11 @@ const STARTUP_ONLY: ReadonlyArray<{ name: string | null; read: (c: Config) => st
  * settings, which keep their running values; `ignored` names those the file tried to change.
  */
 export function applyReload(running: Config, next: Config): { config: Config; ignored: string[] } {
-  let config = next;
+  // The admin token is read at start-up too; a secret, so it is kept without being named.
+  let config: Config = { ...next, adminToken: running.adminToken };
   const ignored: string[] = [];
   for (const s of STARTUP_ONLY) {
-    if (s.name !== null && s.read(running) !== s.read(next)) ignored.push(s.name);
+    if (s.read(running) !== s.read(next)) ignored.push(s.name);
     config = s.keep(config, running);
   }
   return { config, ignored };

@@ -30,7 +30,7 @@ export class IpLimiter {
    * window before T do not move T (the store's retry time is when the count falls below the
    * limit), so a refusal is kept until T whatever the count. A reload builds a new limiter.
    */
-  private readonly refusals: Refusals<Kept & { retryAt: number }>;
+  private readonly refusals: Refusals<Kept>;
 
   constructor(
     rules: readonly IpLimitRule[],
@@ -51,7 +51,8 @@ export class IpLimiter {
     const now = this.clock.now();
     const key = `{ip:${ip}}:${rule.name}`;
     const kept = this.refusals.get(key, now);
-    if (kept !== undefined) return { admitted: false, retryAfterSeconds: retryAfterSeconds(kept.retryAt - now) };
+    // A kept refusal's `until` is the store's retry time itself (Refusals caps only how long it is kept).
+    if (kept !== undefined) return { admitted: false, retryAfterSeconds: retryAfterSeconds(kept.until - now) };
     return this.ask(rule, key, now);
   }
 
@@ -59,7 +60,7 @@ export class IpLimiter {
     const d = await this.store.consume([{ kind: 'window', key, limit: rule.limit, windowMs: rule.windowSeconds * 1000 }], now, nextMember(), `ip:${rule.name}`);
     if (d.admitted) return { admitted: true };
     // A refusal taken by this replica alone during an outage is not the shared state: not kept.
-    if (d.degraded !== true) this.refusals.keep(key, { until: now + d.retryAfterMs, retryAt: now + d.retryAfterMs }, now);
+    if (d.degraded !== true) this.refusals.keep(key, { until: now + d.retryAfterMs }, now);
     return { admitted: false, retryAfterSeconds: retryAfterSeconds(d.retryAfterMs) };
   }
 }
