@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
-import { metricsText, metricValue } from '../support/helpers.js';
+import { metricReader } from '../support/helpers.js';
 import { request, type RawResponse } from '../support/http.js';
 
 const FREE = 'vend-flash-free';
@@ -76,9 +76,9 @@ describe.each(STORE_KINDS)('free tier on the %s store', (kind) => {
   it("answers a refused user's retries without a store decision for a while, Retry-After counting down", async () => {
     const k = await user();
     expect(await burst(k, 20)).toEqual(Array(20).fill(200)); // all at one instant
-    const decisions = async (): Promise<number | undefined> => metricValue(await metricsText(h), 'sluice_store_seconds_count', { op: 'consume' });
+    const decisions = metricReader(h, 'sluice_store_seconds_count', { op: 'consume' });
     const before = await decisions();
-    const remembered = async (): Promise<number> => metricValue(await metricsText(h), 'sluice_remembered_refusals_total', { limit: 'free_tier' }) ?? 0;
+    const remembered = metricReader(h, 'sluice_remembered_refusals_total', { limit: 'free_tier' });
     const rememberedBefore = await remembered();
     const answers: RawResponse[] = [];
     for (let i = 0; i < 5; i++) {
@@ -97,7 +97,7 @@ describe.each(STORE_KINDS)('free tier on the %s store', (kind) => {
     expect(h.relay.requests).toHaveLength(21);
     if (kind === 'redis') {
       // One decision for the first refusal, one for the admitted call: the retries cost none.
-      expect((await decisions())! - before!).toBe(2);
+      expect((await decisions()) - before).toBe(2);
     }
     expect((await remembered()) - rememberedBefore).toBe(4); // the retries after the first refusal
   });

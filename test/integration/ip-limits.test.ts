@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
-import { metricsText, metricValue } from '../support/helpers.js';
+import { metricReader } from '../support/helpers.js';
 import { request } from '../support/http.js';
 
 describe.each(STORE_KINDS)('per-IP limits on the %s store', (kind) => {
@@ -41,9 +41,9 @@ describe.each(STORE_KINDS)('per-IP limits on the %s store', (kind) => {
   it("answers a refused address's retries without a store decision, Retry-After counting down", async () => {
     const ip = '203.0.113.30';
     for (let i = 0; i < 20; i++) expect((await get('/api/log/token', ip)).status).toBe(200);
-    const decisions = async (): Promise<number | undefined> => metricValue(await metricsText(h), 'sluice_store_seconds_count', { op: 'consume' });
+    const decisions = metricReader(h, 'sluice_store_seconds_count', { op: 'consume' });
     const before = await decisions();
-    const remembered = async (): Promise<number> => metricValue(await metricsText(h), 'sluice_remembered_refusals_total', { limit: 'ip:usage-query' }) ?? 0;
+    const remembered = metricReader(h, 'sluice_remembered_refusals_total', { limit: 'ip:usage-query' });
     const rememberedBefore = await remembered();
     const waits: string[] = [];
     for (let i = 0; i < 4; i++) {
@@ -55,7 +55,7 @@ describe.each(STORE_KINDS)('per-IP limits on the %s store', (kind) => {
     expect(waits).toEqual(['1200', '1198', '1196', '1194']);
     clock.advance(1_192_000);
     expect((await get('/api/log/token', ip)).status).toBe(200); // t = 1200 s
-    if (kind === 'redis') expect((await decisions())! - before!).toBe(2); // the first refusal and the last call
+    if (kind === 'redis') expect((await decisions()) - before).toBe(2); // the first refusal and the last call
     expect((await remembered()) - rememberedBefore).toBe(3); // the retries after the first refusal
   });
 

@@ -44,3 +44,12 @@ export function metricValue(text: string, name: string, labels: Record<string, s
   }
   return undefined;
 }
+
+/**
+ * Reads one series now and on each later call, for before/after differences in tests that share
+ * a sluice (counters are never reset). An absent series reads 0, so a renamed metric or label
+ * shows up as a difference of 0 where one was expected.
+ */
+export function metricReader(h: { adminUrl: string }, name: string, labels: Record<string, string> = {}): () => Promise<number> {
+  return async () => metricValue(await metricsText(h), name, labels) ?? 0;
+}
