@@ -10,8 +10,8 @@
  * sluice does on the free path.
  */
 import { spawnRedis } from '../../test/support/redis.js';
-import { compile, measureWhile, startNodeServer, type Server } from '../lib/proc.js';
-import { wrk } from '../lib/wrk.js';
+import { alternate, printAgainst, type Contender } from '../lib/alternate.js';
+import { compile, startNodeServer, type Server } from '../lib/proc.js';
 
 const rounds = Number(process.argv[2] ?? 5);
 const seconds = Number(process.argv[3] ?? 3);
@@ -24,10 +24,10 @@ try {
   const relay = await startNodeServer('relay', 'relay.ts');
   servers.push(relay);
   const up = { BENCH_UPSTREAM: `http://127.0.0.1:${relay.info.port as number}` };
-  const add = async (id: string, script: string, env: Record<string, string>): Promise<{ id: string; s: Server }> => {
-    const s = await startNodeServer(id, script, { env: { ...up, ...env } });
-    servers.push(s);
-    return { id, s };
+  const add = async (id: string, script: string, env: Record<string, string>): Promise<Contender> => {
+    const server = await startNodeServer(id, script, { env: { ...up, ...env } });
+    servers.push(server);
+    return { id, server };
   };
   const vs = [
     await add('bare', 'bare.ts', {}),
@@ -36,24 +36,8 @@ try {
     await add('sluice free', 'sluice.ts', { BENCH_REDIS_URL: redis.url }),
   ];
   // Every variant rotates over sluice's keys, so the decisions spread over its 256 users alike.
-  const keys = vs[3]!.s.info.keys as string[];
-  const go = (v: { s: Server }, secs: number) =>
-    wrk({ url: `http://127.0.0.1:${v.s.info.port as number}/v1/chat/completions`, connections: 32, seconds: secs, body, keys });
-  for (const v of vs) await go(v, 2);
-  const acc = new Map<string, number[]>();
-  for (let r = 0; r < rounds; r++) {
-    for (const v of vs.map((_, i) => vs[(i + r) % vs.length]!)) {
-      const { result } = await measureWhile(v.s, () => go(v, seconds));
-      if (result.non2xx > 0) throw new Error(`${v.id}: ${result.non2xx} answers were not 2xx`);
-      (acc.get(v.id) ?? acc.set(v.id, []).get(v.id)!).push(result.rps);
-    }
-  }
-  const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const bare = acc.get('bare')!;
-  for (const [id, xs] of acc) {
-    const ratio = med(xs.map((x, i) => x / bare[i]!));
-    console.log(`${id.padEnd(16)} ${med(xs).toFixed(0).padStart(6)} req/s  ${ratio.toFixed(2)} of bare  (rounds: ${xs.map((x) => x.toFixed(0)).join(' ')})`);
-  }
+  const keys = vs[3]!.server.info.keys as string[];
+  printAgainst(await alternate(vs, { rounds, seconds, body, keys, require2xx: true }), 'bare');
 } finally {
   await Promise.all(servers.map((s) => s.stop()));
   await redis.kill();
