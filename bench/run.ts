@@ -586,7 +586,6 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
     .map((s) => `- ${s.id}: ${Object.entries(s.redis!).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'} over ${s.requests} requests`)
     .join('\n');
 
-  const freeSummary = summary.find((q) => q.id === 'sluice-free');
   const refusedRow = (label: string, rf: RefusedResult): string[] => [
     label,
     f(rf.load.rps, 0),
@@ -603,7 +602,7 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
   const refusedMd =
     `A fresh sluice with the contract's limits and 32 users: a ${P.warmSeconds} s warm-up spends every user's 20, then wrk runs ${P.seconds} s of free-model calls (${CONNECTIONS} connections), with refusals remembered and without.\n\n${refusedT.md}\n` +
     `A refusal counts nothing, so a refused user's retries are answered from memory until the oldest counted call leaves the window, for at most limits.rememberRefusalsSeconds: a user retrying costs about one script per 10 s. ` +
-    (freeSummary ? `For comparison, admitted free calls: ${f(freeSummary.rps, 0)} req/s, one script each.` : '');
+    `For comparison, admitted free calls: ${f(free.rps, 0)} req/s, one script each.`;
 
   const machineLines = Object.entries(x.info)
     .map(([k, v]) => `- ${k}: ${v}`)
