@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { createAccessLog } from './access-log.js';
 import type { Authenticator } from './auth/authenticator.js';
 import { credentialRules, presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
@@ -74,10 +75,9 @@ interface Traced {
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
-const round = (ms: number): number => Math.round(ms * 100) / 100;
-
 export function createGateway(d: GatewayDeps): RequestHandler {
   const { log, metrics } = d;
+  const accessLog = createAccessLog(log);
 
   function decided(t: Trace): void {
     t.decidedMs = performance.now() - t.start;
@@ -97,27 +97,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     t.logged = true;
     const decision = t.decision ?? 'internal_error';
     metrics.countRequest(t.family, decision);
-    if (!log.isLevelEnabled('info')) return;
-    log.info(
-      {
-        reqId: t.id,
-        method: t.method,
-        path: t.path,
-        family: t.family,
-        ip: t.ip,
-        user: t.user,
-        keyId: t.keyId,
-        model: t.model ?? undefined,
-        freeTier: t.freeTier,
-        shadow: t.shadow,
-        decision,
-        status: t.status,
-        decisionMs: t.decidedMs === undefined ? undefined : round(t.decidedMs),
-        relayMs: t.upstreamMs === undefined || t.upstreamMs === null ? undefined : round(t.upstreamMs),
-        totalMs: round(performance.now() - t.start),
-      },
-      'request',
-    );
+    accessLog(t, decision);
   }
 
   // A limiter answers a refused subject's retry from memory, without a promise, while the store

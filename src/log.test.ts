@@ -1,10 +1,12 @@
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it, vi } from 'vitest';
 import { buildConfig, publicConfig } from './config.js';
 import pino from 'pino';
-import { createLogger, isoTimeCached } from './log.js';
+import { HOLD_BYTES, HOLD_MS, HeldDestination, createLogger, isoTimeCached } from './log.js';
 
 function capture(): { log: ReturnType<typeof createLogger>; lines: () => Array<Record<string, unknown>> } {
   const out: string[] = [];
@@ -44,20 +46,94 @@ describe('log redaction', () => {
 });
 
 describe('log destination', () => {
+  function runScript(body: string): { status: number | null; msgs: string[]; stderr: string } {
+    const script = `import { createLogger } from './src/log.ts';\n${body}`;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '..'), encoding: 'utf8', timeout: 15_000 });
+    expect(r.error, r.stderr).toBeUndefined();
+    return { status: r.status, stderr: r.stderr, msgs: r.stdout.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg) };
+  }
+
   it('writes what it holds to stdout when the process exits, even through process.exit', () => {
-    const script = `
-      import { createLogger } from './src/log.ts';
+    const r = runScript(`
       const log = createLogger('info');
       log.info({ port: 8080 }, 'listening');
       log.error({ reason: 'test' }, 'failed');
       process.exit(1);
-    `;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '..'), encoding: 'utf8', timeout: 15_000 });
-    expect(r.error, r.stderr).toBeUndefined();
+    `);
     expect(r.status, r.stderr).toBe(1);
-    const out = r.stdout.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg);
-    // Both lines, whatever order an in-flight write and the exit flush leave them in.
-    expect(out.sort()).toEqual(['failed', 'listening']);
+    expect(r.msgs).toEqual(['listening', 'failed']);
+  });
+
+  it('writes what it holds when an uncaught exception ends the process', () => {
+    const r = runScript(`
+      const log = createLogger('info');
+      log.info('before');
+      setImmediate(() => { log.info('last'); throw new Error('boom'); });
+    `);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('boom');
+    expect(r.msgs).toEqual(['before', 'last']);
+  });
+
+  function held(): { dest: HeldDestination; writes: string[]; file: string } {
+    const file = join(mkdtempSync(join(tmpdir(), 'sluice-log-')), 'out.log');
+    const sink = pino.destination({ dest: file, sync: false });
+    const writes: string[] = [];
+    const write = sink.write.bind(sink);
+    sink.write = (s: string) => {
+      writes.push(s);
+      return write(s);
+    };
+    return { dest: new HeldDestination(sink), writes, file };
+  }
+
+  it('holds lines up to 50 ms and hands them on as one write, in order', async () => {
+    const { dest, writes } = held();
+    dest.write('a\n');
+    dest.write('b\n');
+    await new Promise((r) => setImmediate(r));
+    dest.write('c\n');
+    expect(writes).toEqual([]);
+    await new Promise((r) => setTimeout(r, HOLD_MS + 30));
+    expect(writes).toEqual(['a\nb\nc\n']);
+  });
+
+  it('hands lines on at once when 16 KB have gathered', () => {
+    const { dest, writes } = held();
+    const line = 'x'.repeat(1023) + '\n';
+    for (let i = 0; i < HOLD_BYTES / 1024 - 1; i++) dest.write(line);
+    expect(writes).toEqual([]);
+    dest.write(line);
+    expect(writes).toHaveLength(1);
+    expect(writes[0]).toHaveLength(HOLD_BYTES);
+  });
+
+  it('survives a write error on its sink: says so on stderr, and a pending flush hears of it', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'sluice-log-')), 'out.log');
+    const sink = pino.destination({ dest: file, sync: false });
+    sink.write = () => {
+      setImmediate(() => sink.emit('error', new Error('EIO: disk gone')));
+      return true;
+    };
+    const dest = new HeldDestination(sink);
+    const said = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      dest.write('line\n');
+      const err = await new Promise<Error | undefined>((resolve) => dest.flush(resolve));
+      expect(err?.message).toBe('EIO: disk gone');
+      expect(said).toHaveBeenCalledWith('sluice: log write failed: EIO: disk gone\n');
+    } finally {
+      said.mockRestore();
+    }
+  });
+
+  it('has everything written when a logger flush calls back (the drain path in main)', async () => {
+    const { dest, file } = held();
+    const log = createLogger('info', dest);
+    log.info('one');
+    log.warn('two');
+    await new Promise<void>((resolve, reject) => log.flush((err) => (err ? reject(err) : resolve())));
+    expect(readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['one', 'two']);
   });
 });
 

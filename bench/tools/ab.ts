@@ -1,5 +1,6 @@
 /**
- * Quick A/B for engine work: bare http-proxy vs sluice (paid, Redis) vs sluice on the embedded
+ * Quick A/B for engine work: bare http-proxy vs sluice (paid, Redis; sluice-log: with the access
+ * log at info, to /dev/null) vs sluice on the embedded
  * store, alternating, N rounds. `npx tsx bench/tools/ab.ts [rounds] [seconds]`.
  * Prints req/s, p99 and server CPU µs per request for each round.
  */
@@ -24,6 +25,7 @@ try {
     ['sluice', 'sluice.ts', { BENCH_REDIS_URL: redis.url }],
     ['sluice-mem', 'sluice.ts', {}],
     ['sluice-1key', 'sluice.ts', { BENCH_REDIS_URL: redis.url, BENCH_KEYS: '1' }],
+    ['sluice-log', 'sluice.ts', { BENCH_REDIS_URL: redis.url, BENCH_LOG_LEVEL: 'info' }],
   ];
   const vs: Array<{ id: string; s: Server }> = [];
   for (const [id, script, env] of defs) {

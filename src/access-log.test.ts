@@ -1,0 +1,139 @@
+import { Writable } from 'node:stream';
+import pino, { type Logger, type LoggerOptions } from 'pino';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createAccessLog, type AccessRecord } from './access-log.js';
+import { createLogger } from './log.js';
+
+function sink(): { stream: Writable; text: () => string; clear: () => void } {
+  let out = '';
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      out += chunk.toString();
+      cb();
+    },
+  });
+  return { stream, text: () => out, clear: () => (out = '') };
+}
+
+/** The line pino itself writes for the same request: what the access log must reproduce. */
+function pinoLine(log: Logger, r: AccessRecord, decision: string, totalMs: number): void {
+  const round = (ms: number): number => Math.round(ms * 100) / 100;
+  log.info(
+    {
+      reqId: r.id,
+      method: r.method,
+      path: r.path,
+      family: r.family,
+      ip: r.ip,
+      user: r.user,
+      keyId: r.keyId,
+      model: r.model ?? undefined,
+      freeTier: r.freeTier,
+      shadow: r.shadow,
+      decision,
+      status: r.status,
+      decisionMs: r.decidedMs === undefined ? undefined : round(r.decidedMs),
+      relayMs: r.upstreamMs == null ? undefined : round(r.upstreamMs),
+      totalMs,
+    },
+    'request',
+  );
+}
+
+const NOW = 5000;
+const base: AccessRecord = { id: 'req-1', method: 'POST', path: '/v1/chat/completions', family: 'openai', ip: '203.0.113.7', start: NOW - 12.3456 };
+
+const strings = [
+  'plain',
+  '',
+  'with "quotes"',
+  'back\\slash',
+  'tab\there',
+  'nl\nand\u0000nul\u001f',
+  'del\u007f',
+  'café ünïcode',
+  '模型-名称',
+  'emoji 🚀 pair',
+  'x'.repeat(150) + '"', // pino's long-string path
+  '</script><script>',
+];
+
+describe('access line', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  function pair(opts: LoggerOptions = {}): { direct: (r: AccessRecord, d: string) => void; reference: Logger; a: ReturnType<typeof sink>; b: ReturnType<typeof sink> } {
+    const a = sink();
+    const b = sink();
+    const options = { base: { svc: 'sluice' }, timestamp: () => ',"time":"2026-11-23T00:00:00.000Z"', ...opts };
+    return { direct: createAccessLog(pino(options, a.stream)), reference: pino(options, b.stream), a, b };
+  }
+
+  it('writes exactly the bytes pino would, for every field set and client string', () => {
+    vi.spyOn(performance, 'now').mockReturnValue(NOW);
+    const { direct, reference, a, b } = pair();
+    const records: AccessRecord[] = [base];
+    for (const s of strings) {
+      records.push({ ...base, path: `/v1beta/models/${s}:generateContent`, model: s, ip: s, id: s });
+      records.push({ ...base, user: s, keyId: s, shadow: `free_tier:${s}`, freeTier: true, status: 429, decidedMs: 0.456789, upstreamMs: 101.239 });
+    }
+    records.push({ ...base, model: null, freeTier: false, status: 200, decidedMs: 0, upstreamMs: null });
+    for (const r of records) {
+      direct(r, 'admitted');
+      pinoLine(reference, r, 'admitted', Math.round(12.3456 * 100) / 100);
+    }
+    expect(a.text()).toBe(b.text());
+    expect(a.text().trim().split('\n')).toHaveLength(records.length);
+  });
+
+  it('escapes a lone surrogate, so the line stays valid JSON that reads back as sent', () => {
+    const { direct, a } = pair();
+    const odd = 'gpt-\ud800-x';
+    direct({ ...base, model: odd }, 'admitted');
+    expect(a.text()).toContain('\\ud800');
+    expect((JSON.parse(a.text()) as { model: string }).model).toBe(odd);
+  });
+
+  it('carries a child logger’s bindings and the configured level', () => {
+    const a = sink();
+    const log = createLogger('info', a.stream).child({ replica: 'r-1' });
+    createAccessLog(log)(base, 'admitted');
+    const line = JSON.parse(a.text()) as Record<string, unknown>;
+    expect(line).toMatchObject({ level: 30, svc: 'sluice', replica: 'r-1', reqId: 'req-1', decision: 'admitted', msg: 'request' });
+    expect(typeof line.time).toBe('string');
+    a.clear();
+    log.level = 'warn';
+    createAccessLog(log)(base, 'admitted');
+    expect(a.text()).toBe('');
+  });
+
+  it('follows a level changed after it was created (config reload)', () => {
+    const a = sink();
+    const log = createLogger('warn', a.stream);
+    const access = createAccessLog(log);
+    access(base, 'admitted');
+    expect(a.text()).toBe('');
+    log.level = 'info';
+    access(base, 'admitted');
+    expect(JSON.parse(a.text())).toMatchObject({ reqId: 'req-1' });
+  });
+
+  it('leaves the line to pino when the logger would change it (redaction, serializers, mixin, hooks)', () => {
+    vi.spyOn(performance, 'now').mockReturnValue(NOW);
+    const variants: LoggerOptions[] = [
+      { redact: ['ip'] },
+      { redact: ['*'] },
+      { serializers: { path: (p: string) => p.toUpperCase() } },
+      { mixin: () => ({ zone: 'z1' }) },
+      { hooks: { streamWrite: (s: string) => s.replace('POST', 'post') } },
+      { formatters: { log: (o: Record<string, unknown>) => ({ ...o, formatted: true }) } },
+      { messageKey: 'message' },
+      { nestedKey: 'payload' },
+    ];
+    for (const v of variants) {
+      const { direct, reference, a, b } = pair(v);
+      direct(base, 'ip_limited');
+      pinoLine(reference, base, 'ip_limited', 12.35);
+      expect(a.text(), JSON.stringify(Object.keys(v))).toBe(b.text());
+    }
+  });
+});

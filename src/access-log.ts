@@ -1,0 +1,136 @@
+/**
+ * The access line: one JSON line per request, at info, in pino's own format and onto pino's own
+ * stream, but built by hand. Handing pino a fifteen-field object cost about 4.5 µs per request in
+ * isolation and 17-21 µs of CPU per request under load (allocation, pino's field walk and
+ * redaction, and the GC behind them), which was most of what logging took from the paid path.
+ * The fields here are known, contain no secret (a user id and a key id, never a key), and only a
+ * few are client strings; those are escaped exactly like JSON.stringify.
+ *
+ * Anything else a logger might be configured with (hooks, mixins, serializers, a stream that
+ * routes on level) falls back to `log.info`, so the line is never lost or misrouted.
+ */
+import pino, { type Logger } from 'pino';
+
+/** What one request did, as the gateway traces it. */
+export interface AccessRecord {
+  id: string;
+  method: string;
+  path: string;
+  family: string;
+  ip: string;
+  user?: string;
+  keyId?: string;
+  model?: string | null;
+  freeTier?: boolean;
+  shadow?: string;
+  status?: number;
+  /** performance.now() when the request arrived. */
+  start: number;
+  /** Milliseconds from arrival to the decision, and spent waiting on the relay (null: none). */
+  decidedMs?: number;
+  upstreamMs?: number | null;
+}
+
+export type AccessLog = (r: AccessRecord, decision: string) => void;
+
+const round = (ms: number): number => Math.round(ms * 100) / 100;
+
+const S = pino.symbols;
+// Present in pino 9's symbols but missing from its type declarations.
+const msgPrefixSym = (S as unknown as Record<string, symbol | undefined>).msgPrefixSym;
+
+/** Printable ASCII without `"` and `\\`: written as it is. Anything else goes through JSON.stringify. */
+const PLAIN = /^[ !#-[\]-~]*$/;
+const str = (s: string): string => (PLAIN.test(s) ? `"${s}"` : JSON.stringify(s));
+
+const ACCESS_FIELDS = ['reqId', 'method', 'path', 'family', 'ip', 'user', 'keyId', 'model', 'freeTier', 'shadow', 'decision', 'status', 'decisionMs', 'relayMs', 'totalMs'];
+
+interface Stream {
+  write(line: string): unknown;
+}
+
+/**
+ * The pieces of `log` a direct write needs, or null when the logger is configured in any way
+ * that would change the access line from what pino itself would write: then pino writes it.
+ */
+function directWriter(log: Logger): { stream: Stream; head: () => string; end: string } | null {
+  const p = log as unknown as Record<symbol, unknown>;
+  const stream = p[S.streamSym] as (Stream & Record<symbol, unknown>) | undefined;
+  const lsCache = p[S.lsCacheSym] as Record<number, string> | undefined;
+  const time = p[S.timeSym];
+  const chindings = p[S.chindingsSym];
+  const end = p[S.endSym];
+  const hooks = p[S.hooksSym] as { logMethod?: unknown; streamWrite?: unknown } | undefined;
+  const formatters = p[S.formattersSym] as { log?: unknown } | undefined;
+  const serializers = (p[S.serializersSym] ?? {}) as Record<string, unknown>;
+  const stringifiers = (p[S.stringifiersSym] ?? {}) as Record<string | symbol, unknown>;
+  const level = lsCache?.[30];
+  const plain =
+    typeof stream?.write === 'function' &&
+    stream[S.needsMetadataGsym] !== true &&
+    typeof level === 'string' &&
+    typeof time === 'function' &&
+    typeof chindings === 'string' &&
+    typeof end === 'string' &&
+    p[S.messageKeySym] === 'msg' &&
+    !p[S.mixinSym] &&
+    !p[S.nestedKeySym] &&
+    (msgPrefixSym === undefined || !p[msgPrefixSym]) &&
+    !hooks?.logMethod &&
+    !hooks?.streamWrite &&
+    !formatters?.log &&
+    !stringifiers[S.wildcardFirstSym] &&
+    ACCESS_FIELDS.every((k) => !serializers[k] && !stringifiers[k]) &&
+    !serializers.msg &&
+    !stringifiers.msg;
+  if (!plain) return null;
+  const stamp = time as (this: Logger) => string;
+  return { stream, head: () => level + stamp.call(log) + chindings, end };
+}
+
+export function createAccessLog(log: Logger): AccessLog {
+  const direct = directWriter(log);
+  return (r, decision) => {
+    if (!log.isLevelEnabled('info')) return;
+    const decisionMs = r.decidedMs === undefined ? undefined : round(r.decidedMs);
+    const relayMs = r.upstreamMs === undefined || r.upstreamMs === null ? undefined : round(r.upstreamMs);
+    const totalMs = round(performance.now() - r.start);
+    if (!direct) {
+      log.info(
+        {
+          reqId: r.id,
+          method: r.method,
+          path: r.path,
+          family: r.family,
+          ip: r.ip,
+          user: r.user,
+          keyId: r.keyId,
+          model: r.model ?? undefined,
+          freeTier: r.freeTier,
+          shadow: r.shadow,
+          decision,
+          status: r.status,
+          decisionMs,
+          relayMs,
+          totalMs,
+        },
+        'request',
+      );
+      return;
+    }
+    // Field order and spelling as pino writes them: level, time, bindings, fields, msg.
+    let line = direct.head();
+    line += `,"reqId":${str(r.id)},"method":${str(r.method)},"path":${str(r.path)},"family":${str(r.family)},"ip":${str(r.ip)}`;
+    if (r.user !== undefined) line += `,"user":${str(r.user)}`;
+    if (r.keyId !== undefined) line += `,"keyId":${str(r.keyId)}`;
+    if (r.model != null) line += `,"model":${str(r.model)}`;
+    if (r.freeTier !== undefined) line += `,"freeTier":${r.freeTier}`;
+    if (r.shadow !== undefined) line += `,"shadow":${str(r.shadow)}`;
+    line += `,"decision":${str(decision)}`;
+    if (r.status !== undefined) line += `,"status":${r.status}`;
+    if (decisionMs !== undefined) line += `,"decisionMs":${decisionMs}`;
+    if (relayMs !== undefined) line += `,"relayMs":${relayMs}`;
+    line += `,"totalMs":${totalMs},"msg":"request"` + direct.end;
+    direct.stream.write(line);
+  };
+}
