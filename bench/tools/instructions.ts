@@ -34,6 +34,7 @@ const all = [
   { name: 'sluice, paid', script: 'sluice.ts', env: { BENCH_REDIS_URL: redis.url }, model: 'gpt-4o-mini' },
   { name: 'sluice, free (Redis)', script: 'sluice.ts', env: { BENCH_REDIS_URL: redis.url }, model: 'vend-flash-free' },
   { name: 'sluice, free (embedded)', script: 'sluice.ts', env: {}, model: 'vend-flash-free' },
+  { name: 'sluice, paid, access log at info', script: 'sluice.ts', env: { BENCH_REDIS_URL: redis.url, BENCH_LOG_LEVEL: 'info' }, model: 'gpt-4o-mini' },
 ];
 // INSTRUCTIONS_ONLY=0,1: a subset by index (the first listed is the baseline).
 const variants = only ? only.map((i) => all[Number(i)]!) : all;
