@@ -46,7 +46,7 @@ if (process.env.BENCH_LOOP_STATS === '1') {
   let gc: Record<string, { count: number; totalMs: number; maxMs: number }> = {};
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
-      const kind = kinds[(e.detail as { kind: number }).kind] ?? 'other';
+      const kind = kinds[(e as unknown as { detail?: { kind?: number } }).detail?.kind ?? -1] ?? 'other';
       const g = (gc[kind] ??= { count: 0, totalMs: 0, maxMs: 0 });
       g.count++;
       g.totalMs += e.duration;
