@@ -51,6 +51,10 @@ interface Lookup {
   raced: 'created' | 'deleted' | null;
 }
 
+/** Defaults: a found key is trusted for a minute and renewed, while in use, from three quarters of it. */
+export const DEFAULT_POSITIVE_TTL_MS = 60_000;
+export const DEFAULT_REFRESH_AHEAD_MS = Math.floor((DEFAULT_POSITIVE_TTL_MS * 3) / 4);
+
 /** How long a failed background renewal waits before the next (the entry keeps serving until its TTL). */
 const RENEW_RETRY_MS = 5_000;
 
@@ -78,7 +82,7 @@ export class Authenticator {
     private readonly clock: Clock,
     opts: AuthenticatorOptions = {},
   ) {
-    this.positiveTtl = opts.positiveTtlMs ?? 60_000;
+    this.positiveTtl = opts.positiveTtlMs ?? DEFAULT_POSITIVE_TTL_MS;
     this.refreshAhead = Math.min(opts.refreshAheadMs ?? Math.floor((this.positiveTtl * 3) / 4), this.positiveTtl);
     this.negativeTtl = opts.negativeTtlMs ?? 2_000;
     this.staleTtl = opts.staleTtlMs ?? 15 * 60_000;
