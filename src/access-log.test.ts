@@ -106,6 +106,15 @@ describe('access line', () => {
     expect(a.text()).toBe('');
   });
 
+  it('carries bindings set on the logger after it was created', () => {
+    const a = sink();
+    const log = createLogger('info', a.stream);
+    const access = createAccessLog(log);
+    log.setBindings({ replica: 'r-2' });
+    access(base, 'admitted');
+    expect(JSON.parse(a.text())).toMatchObject({ svc: 'sluice', replica: 'r-2', reqId: 'req-1' });
+  });
+
   it('follows a level changed after it was created (config reload)', () => {
     const a = sink();
     const log = createLogger('warn', a.stream);
@@ -128,6 +137,8 @@ describe('access line', () => {
       { formatters: { log: (o: Record<string, unknown>) => ({ ...o, formatted: true }) } },
       { messageKey: 'message' },
       { nestedKey: 'payload' },
+      { hooks: { logMethod: function (this: Logger, args: Parameters<Logger['info']>, method: Logger['info']) { method.apply(this, [{ hooked: true }, ...args.slice(1)] as never); } } },
+      { msgPrefix: '[gw] ' },
     ];
     for (const v of variants) {
       const { direct, reference, a, b } = pair(v);
@@ -135,5 +146,22 @@ describe('access line', () => {
       pinoLine(reference, base, 'ip_limited', 12.35);
       expect(a.text(), JSON.stringify(Object.keys(v))).toBe(b.text());
     }
+  });
+
+  it('leaves the line to pino on a stream that routes by level (multistream)', () => {
+    vi.spyOn(performance, 'now').mockReturnValue(NOW);
+    const info = sink();
+    const errors = sink();
+    const log = pino({ base: null, timestamp: false }, pino.multistream([{ level: 'info', stream: info.stream }, { level: 'error', stream: errors.stream }]));
+    createAccessLog(log)(base, 'admitted');
+    expect(JSON.parse(info.text())).toMatchObject({ reqId: 'req-1', msg: 'request' });
+    expect(errors.text()).toBe('');
+  });
+
+  it('leaves the line to pino in a child logger with a message prefix', () => {
+    const a = sink();
+    const log = createLogger('info', a.stream).child({}, { msgPrefix: '[gw] ' });
+    createAccessLog(log)(base, 'admitted');
+    expect(JSON.parse(a.text())).toMatchObject({ msg: '[gw] request' });
   });
 });

@@ -4,7 +4,9 @@
  * isolation and 17-21 µs of CPU per request under load (allocation, pino's field walk and
  * redaction, and the GC behind them), which was most of what logging took from the paid path.
  * The fields here are known, contain no secret (a user id and a key id, never a key), and only a
- * few are client strings; those are escaped exactly like JSON.stringify.
+ * few are client strings; those are escaped exactly like JSON.stringify. The line is pino's byte
+ * for byte, with one exception: a lone surrogate in a short string, which pino writes raw (it
+ * reaches the log as U+FFFD) and this escapes (`\ud800`), so the line reads back as sent.
  *
  * Anything else a logger might be configured with (hooks, mixins, serializers, a stream that
  * routes on level) falls back to `log.info`, so the line is never lost or misrouted.
@@ -85,7 +87,8 @@ function directWriter(log: Logger): { stream: Stream; head: () => string; end: s
     !stringifiers.msg;
   if (!plain) return null;
   const stamp = time as (this: Logger) => string;
-  return { stream, head: () => level + stamp.call(log) + chindings, end };
+  // The bindings are read per line: `log.setBindings` replaces them.
+  return { stream, head: () => level + stamp.call(log) + (p[S.chindingsSym] as string), end };
 }
 
 export function createAccessLog(log: Logger): AccessLog {

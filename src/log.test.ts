@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -75,6 +75,25 @@ describe('log destination', () => {
     expect(r.msgs).toEqual(['before', 'last']);
   });
 
+  it('keeps serving, and flush still calls back, when stdout\'s reader has gone (EPIPE)', async () => {
+    const script = `import { createLogger } from './src/log.ts';
+      const log = createLogger('info');
+      log.info('one');
+      setTimeout(() => {
+        log.info('two');
+        log.flush((err) => { process.stderr.write('flushed ' + (err ? err.code : 'ok') + '\\n'); process.exit(0); });
+      }, 300);
+      setTimeout(() => { process.stderr.write('flush never called back\\n'); process.exit(2); }, 3000);`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '..'), stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy(); // the reader of its stdout is gone
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(stderr).toContain('stdout is closed (EPIPE)');
+    expect(stderr).toContain('flushed EPIPE');
+    expect(code, stderr).toBe(0);
+  });
+
   function held(): { dest: HeldDestination; writes: string[]; file: string } {
     const file = join(mkdtempSync(join(tmpdir(), 'sluice-log-')), 'out.log');
     const sink = pino.destination({ dest: file, sync: false });
@@ -121,7 +140,11 @@ describe('log destination', () => {
       dest.write('line\n');
       const err = await new Promise<Error | undefined>((resolve) => dest.flush(resolve));
       expect(err?.message).toBe('EIO: disk gone');
-      expect(said).toHaveBeenCalledWith('sluice: log write failed: EIO: disk gone\n');
+      // Said once, though pino's own listener re-emits the error.
+      expect(said.mock.calls.filter(([m]) => String(m).includes('log write failed'))).toEqual([['sluice: log write failed: EIO: disk gone\n']]);
+      // The failed lines are not written: a later flush with nothing new says so, not "done".
+      const again = await new Promise<Error | undefined>((resolve) => dest.flush(resolve));
+      expect(again?.message).toBe('EIO: disk gone');
     } finally {
       said.mockRestore();
     }

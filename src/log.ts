@@ -55,6 +55,10 @@ export class HeldDestination {
   private timer: NodeJS.Timeout | null = null;
   /** A write handed to SonicBoom is under way; it says 'drain' when all it took is written. */
   private writing = false;
+  /** The last write error since everything was last written; flush reports it. */
+  private failed: Error | null = null;
+  /** stdout's reader is gone (EPIPE): pino made the sink's write a no-op, nothing more is written. */
+  private closed = false;
   private flushed: Array<(err?: Error) => void> = [];
 
   constructor(private readonly sink: Sink) {
@@ -62,13 +66,23 @@ export class HeldDestination {
     sink.on('close', () => held.delete(this));
     sink.on('drain', () => {
       this.writing = false;
+      this.failed = null;
       for (const cb of this.flushed.splice(0)) cb();
     });
-    // pino already stops logging on EPIPE (stdout's reader is gone). Any other write error would
-    // otherwise be thrown from an event and end the process: a log sink is not worth a gateway.
-    sink.on('error', (err: Error) => {
+    // Without a listener of ours, a write error other than EPIPE would be thrown from an event and
+    // end the process: a log sink is not worth a gateway. pino's own listener re-emits such an
+    // error once, so the same error arrives here twice.
+    sink.on('error', (err: Error & { code?: string }) => {
+      if (err === this.failed) return;
       this.writing = false;
-      process.stderr.write(`sluice: log write failed: ${err.message}\n`);
+      this.failed = err;
+      if (err.code === 'EPIPE') {
+        this.closed = true;
+        this.pending = '';
+        process.stderr.write('sluice: stdout is closed (EPIPE); log lines are dropped from now on\n');
+      } else {
+        process.stderr.write(`sluice: log write failed: ${err.message}\n`);
+      }
       for (const cb of this.flushed.splice(0)) cb(err);
     });
     if (!exitHooked) {
@@ -82,6 +96,7 @@ export class HeldDestination {
   }
 
   write(line: string): void {
+    if (this.closed) return;
     this.pending += line;
     if (this.pending.length >= HOLD_BYTES) this.handOn();
     else if (this.timer === null) this.timer = setTimeout(this.handOn, HOLD_MS).unref();
@@ -99,15 +114,29 @@ export class HeldDestination {
     this.sink.write(out);
   };
 
-  /** pino's `logger.flush(cb)`: cb runs once every line written so far is written out. */
+  /**
+   * pino's `logger.flush(cb)`: cb runs once every line written so far is written out, or with the
+   * write error that kept some from it (SonicBoom keeps a failed write's lines and tries them
+   * again with the next write, or at exit).
+   */
   flush(cb?: (err?: Error) => void): void {
     this.handOn();
-    if (!this.writing) cb?.();
-    else if (cb) this.flushed.push(cb);
+    if (this.writing) {
+      if (cb) this.flushed.push(cb);
+      return;
+    }
+    const err = this.failed ?? undefined;
+    cb?.(err);
   }
 
-  /** At exit, when no callback will run again: everything held, written synchronously. */
+  /**
+   * At exit, when no callback will run again: everything held, written synchronously. A batch
+   * SonicBoom is writing at that moment (at most 16 KB) cannot be waited for: it may land after
+   * the lines written here, or be lost if the process ends first. The drain on SIGTERM flushes
+   * with a callback first, so it never leaves one under way.
+   */
   flushSync(): void {
+    if (this.closed) return;
     try {
       this.sink.flushSync();
       if (this.pending !== '') writeSync((this.sink as unknown as { fd: number }).fd, this.pending);
