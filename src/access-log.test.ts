@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino, { type Logger, type LoggerOptions } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createAccessLog, type AccessRecord } from './access-log.js';
+import { createAccessLog, wantsAccessLine, type AccessRecord } from './access-log.js';
 import { createLogger } from './log.js';
 
 function sink(): { stream: Writable; text: () => string; clear: () => void } {
@@ -163,5 +163,14 @@ describe('access line', () => {
     const log = createLogger('info', a.stream).child({}, { msgPrefix: '[gw] ' });
     createAccessLog(log)(base, 'admitted');
     expect(JSON.parse(a.text())).toMatchObject({ msg: '[gw] request' });
+  });
+});
+
+describe('accessLog setting', () => {
+  it('all: every request; errors: a status of 400 or more, or no answer at all; off: none', () => {
+    const statuses = [200, 204, 304, 399, 400, 401, 429, 499, 502, undefined];
+    expect(statuses.map((st) => wantsAccessLine('all', st))).toEqual(statuses.map(() => true));
+    expect(statuses.map((st) => wantsAccessLine('errors', st))).toEqual([false, false, false, false, true, true, true, true, true, true]);
+    expect(statuses.map((st) => wantsAccessLine('off', st))).toEqual(statuses.map(() => false));
   });
 });

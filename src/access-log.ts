@@ -12,6 +12,7 @@
  * routes on level) falls back to `log.info`, so the line is never lost or misrouted.
  */
 import pino, { type Logger } from 'pino';
+import type { AccessLogMode } from './config.js';
 
 /** What one request did, as the gateway traces it. */
 export interface AccessRecord {
@@ -34,6 +35,15 @@ export interface AccessRecord {
 }
 
 export type AccessLog = (r: AccessRecord, decision: string) => void;
+
+/**
+ * Whether a request gets its access line under the `accessLog` setting: `errors` keeps the lines
+ * operators look for (refusals, relay failures, clients that left before an answer) and drops the
+ * rest, with what they cost.
+ */
+export function wantsAccessLine(mode: AccessLogMode, status: number | undefined): boolean {
+  return mode === 'all' || (mode === 'errors' && (status === undefined || status >= 400));
+}
 
 const round = (ms: number): number => Math.round(ms * 100) / 100;
 

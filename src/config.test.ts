@@ -15,6 +15,7 @@ describe('config', () => {
     expect(c.maxBodyBytes).toBe(32 * 1024 * 1024);
     expect(c.freeTier).toEqual({ perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null, shadow: false });
     expect(c.drainSeconds).toBe(30);
+    expect(c.accessLog).toBe('all');
     expect(c.limits.onStoreError).toBe('open');
     expect(c.limits.rememberRefusalsSeconds).toBe(10);
     expect(c.redis).toMatchObject({ keyPrefix: 'sluice:', commandTimeoutMs: 100, sentinels: null, clusterNodes: null });
@@ -30,6 +31,11 @@ describe('config', () => {
     expect(block).toBeDefined();
     const documented = buildConfig(parseYaml(block!) as Record<string, unknown>, ENV);
     expect(documented).toEqual(buildConfig({}, ENV));
+  });
+
+  it('takes accessLog from the file, and SLUICE_ACCESS_LOG over it', () => {
+    expect(buildConfig({ accessLog: 'errors' }, ENV).accessLog).toBe('errors');
+    expect(buildConfig({ accessLog: 'errors' }, { ...ENV, SLUICE_ACCESS_LOG: 'off' }).accessLog).toBe('off');
   });
 
   it('reads a key set to null as a key left out', () => {
@@ -56,6 +62,8 @@ describe('config', () => {
     [{ ipLimits: [{ name: 'a', paths: ['/a'], limit: 1, windowSeconds: 1, extra: 1 }] }, /unknown config key "ipLimits\[0\].extra"/],
     [{ upstream: { credential: 5 } }, /"upstream.credential" must be a non-empty string/],
     [{ logLevel: 'loud' }, /"logLevel" must be one of/],
+    [{ accessLog: 'some' }, /"accessLog" must be one of all, errors, off/],
+    [{ accessLog: true }, /"accessLog" must be a non-empty string/],
     [{ limits: { onStoreError: 'maybe' } }, /"limits.onStoreError" must be "open" or "closed"/],
     [{ limits: { rememberRefusalsSeconds: -1 } }, /limits.rememberRefusalsSeconds/],
     [{ limits: { rememberRefusalsSeconds: 3601 } }, /limits.rememberRefusalsSeconds/],
@@ -74,6 +82,7 @@ describe('config', () => {
     [{ SLUICE_REDIS_URL: 'http://x' }, /"SLUICE_REDIS_URL" must be a redis:\/\/ or rediss:\/\//],
     [{ SLUICE_UPSTREAM_URL: 'ftp://x' }, /"SLUICE_UPSTREAM_URL" must be an http/],
     [{ SLUICE_ADMIN_TOKEN: 'short' }, /SLUICE_ADMIN_TOKEN must be at least 16/],
+    [{ SLUICE_ACCESS_LOG: 'most' }, /"accessLog" must be one of all, errors, off/],
   ])('rejects environment %j naming the variable', (env, msg) => {
     expect(() => buildConfig({}, { ...ENV, ...env })).toThrow(msg);
   });

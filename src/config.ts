@@ -57,6 +57,11 @@ export interface Config {
   freeTier: FreeTierConfig;
   ipLimits: IpLimitRule[];
   logLevel: string;
+  /**
+   * Which requests get an access line (at info): every one, only those answered with a status of
+   * 400 or more or not answered at all, or none. Hot-reloadable.
+   */
+  accessLog: AccessLogMode;
   /** On SIGTERM: how long in-flight requests and open streams may take before exit. */
   drainSeconds: number;
   limits: {
@@ -83,6 +88,7 @@ export const DEFAULTS = Object.freeze({
   maxBodyBytes: 32 * 1024 * 1024,
   freeTier: { perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null as string[] | null, shadow: false },
   logLevel: 'info',
+  accessLog: 'all' as AccessLogMode,
   drainSeconds: 30,
   rememberRefusalsSeconds: 10,
   redisKeyPrefix: 'sluice:',
@@ -90,6 +96,8 @@ export const DEFAULTS = Object.freeze({
 });
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+export const ACCESS_LOG_MODES = ['all', 'errors', 'off'] as const;
+export type AccessLogMode = (typeof ACCESS_LOG_MODES)[number];
 
 type Raw = Record<string, unknown>;
 
@@ -271,6 +279,7 @@ const FILE_KEYS = [
   'freeTier',
   'ipLimits',
   'logLevel',
+  'accessLog',
   'drainSeconds',
   'limits',
 ] as const;
@@ -290,6 +299,7 @@ export const ENV_VARS = {
   SLUICE_ADMIN_PORT: 'adminPort',
   SLUICE_ADMIN_TOKEN: 'admin token (environment only)',
   SLUICE_LOG_LEVEL: 'logLevel',
+  SLUICE_ACCESS_LOG: 'accessLog',
 } as const;
 
 /**
@@ -336,6 +346,10 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
   trusted.forEach((t, i) => parseCidr(t, `trustedProxies[${i}]`));
   const logLevel = str(e('SLUICE_LOG_LEVEL') ?? file.logLevel ?? DEFAULTS.logLevel, 'logLevel');
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`config key "logLevel" must be one of ${LOG_LEVELS.join(', ')}`);
+  const accessLog = str(e('SLUICE_ACCESS_LOG') ?? file.accessLog ?? DEFAULTS.accessLog, e('SLUICE_ACCESS_LOG') ? 'SLUICE_ACCESS_LOG' : 'accessLog');
+  if (!(ACCESS_LOG_MODES as readonly string[]).includes(accessLog)) {
+    throw new ConfigError(`config key "accessLog" must be one of ${ACCESS_LOG_MODES.join(', ')}`);
+  }
 
   const sentinelsRaw = e('SLUICE_REDIS_SENTINELS') ?? rd.sentinels;
   const sentinelNameRaw = e('SLUICE_REDIS_SENTINEL_NAME') ?? rd.sentinelName;
@@ -373,6 +387,7 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
     freeTier: freeTier(file.freeTier),
     ipLimits: ipLimits(file.ipLimits),
     logLevel,
+    accessLog: accessLog as AccessLogMode,
     drainSeconds: int(e('SLUICE_DRAIN_SECONDS') ?? file.drainSeconds ?? DEFAULTS.drainSeconds, e('SLUICE_DRAIN_SECONDS') ? 'SLUICE_DRAIN_SECONDS' : 'drainSeconds', 0, 3600),
     limits: { onStoreError, rememberRefusalsSeconds: int(lim.rememberRefusalsSeconds ?? DEFAULTS.rememberRefusalsSeconds, 'limits.rememberRefusalsSeconds', 0, 3600) },
   };

@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { createAccessLog } from './access-log.js';
+import { createAccessLog, wantsAccessLine } from './access-log.js';
 import type { Authenticator } from './auth/authenticator.js';
 import { credentialRules, presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
@@ -97,7 +97,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     t.logged = true;
     const decision = t.decision ?? 'internal_error';
     metrics.countRequest(t.family, decision);
-    accessLog(t, decision);
+    if (wantsAccessLine(d.policy().config.accessLog, t.status)) accessLog(t, decision);
   }
 
   // A limiter answers a refused subject's retry from memory, without a promise, while the store

@@ -162,6 +162,39 @@ describe('metrics, logs and rate-limit fields', () => {
   });
 });
 
+describe('accessLog: errors', () => {
+  let h: Harness;
+  const lines: string[] = [];
+  beforeAll(async () => {
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(...chunk.toString().split('\n').filter(Boolean));
+        cb();
+      },
+    });
+    h = await startHarness({ store: 'memory', file: { accessLog: 'errors' }, log: createLogger('info', sink) });
+  });
+  afterAll(() => h.close());
+
+  it('logs refusals and relay failures, not the calls answered 2xx', async () => {
+    const { key } = await h.createKey('quiet');
+    const ok = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash"}' });
+    const refused = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: 'Bearer sk-unknown-key-0000' }, body: '{}' });
+    h.relay.behave(() => true, { status: 503 });
+    const failed = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash"}' });
+    h.relay.reset();
+    expect([ok.status, refused.status, failed.status]).toEqual([200, 401, 503]);
+    await sleep(50);
+    const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request');
+    expect(logged.map((l) => [l.decision, l.status])).toEqual([
+      ['unauthorized', 401],
+      ['admitted', 503],
+    ]);
+    // The counters still see every call.
+    expect(metricValue(await metricsText(h), 'sluice_requests_total', { family: 'chat', outcome: 'admitted' })).toBe(2);
+  });
+});
+
 describe('shadow mode', () => {
   let h: Harness;
   beforeAll(async () => {
