@@ -32,10 +32,12 @@ describe('applyReload', () => {
   const running = buildConfig({ freeTier: { perMinute: 20 } }, { ...ENV, SLUICE_ADMIN_TOKEN: 'a'.repeat(32), SLUICE_PORT: '8080' });
 
   it('takes every other setting from the new file and names nothing when no start-up-only one changed', () => {
-    const next = buildConfig({ freeTier: { perMinute: 5 } }, { ...ENV, SLUICE_ADMIN_TOKEN: 'a'.repeat(32), SLUICE_PORT: '8080' });
+    const next = buildConfig({ freeTier: { perMinute: 5 }, accessLog: 'errors', logLevel: 'warn' }, { ...ENV, SLUICE_ADMIN_TOKEN: 'a'.repeat(32), SLUICE_PORT: '8080' });
     const { config, ignored } = applyReload(running, next);
     expect(ignored).toEqual([]);
     expect(config.freeTier.perMinute).toBe(5);
+    expect(config.accessLog).toBe('errors');
+    expect(config.logLevel).toBe('warn');
   });
 
   it('keeps the running relay URL, Redis, listeners and admin token, and names each but the token', () => {
