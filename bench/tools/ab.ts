@@ -2,11 +2,13 @@
  * Quick A/B for engine work: bare http-proxy vs sluice (paid, Redis; sluice-log: with the access
  * log at info, to /dev/null) vs sluice on the embedded
  * store, alternating, N rounds. `npx tsx bench/tools/ab.ts [rounds] [seconds]`.
- * Prints req/s, p99 and server CPU µs per request for each round.
+ * Prints req/s, p99 and server CPU µs per request for each round. AB_RATE=N drives each at N req/s
+ * (open loop) instead of wrk's maximum.
  */
 import { spawnRedis } from '../../test/support/redis.js';
 import { ForeignLoad, compile, measureWhile, startNodeServer, type Server } from '../lib/proc.js';
-import { wrk } from '../lib/wrk.js';
+import { atRate } from '../lib/rate.js';
+import { wrk, type LoadResult } from '../lib/wrk.js';
 
 const rounds = Number(process.argv[2] ?? 3);
 const seconds = Number(process.argv[3] ?? 4);
@@ -35,8 +37,13 @@ try {
     vs.push({ id, s });
   }
   const foreign = new ForeignLoad(() => [...servers.flatMap((s) => s.pids()), redis.pid]);
+  // AB_RATE=N: a fixed rate (open loop) instead of wrk's closed loop, so every variant does the
+  // same work per second and CPU per request is not inflated by a saturated machine's scheduling.
+  const rate = Number(process.env.AB_RATE ?? 0);
   const run = (v: { s: Server }, secs: number) =>
-    wrk({ url: `http://127.0.0.1:${v.s.info.port as number}/v1/chat/completions`, connections: 32, seconds: secs, body, keys: (v.s.info.keys as string[] | undefined) ?? ['sk-x'] });
+    rate
+      ? atRate({ port: v.s.info.port as number, rate, seconds: secs, connections: 32, body, keys: (v.s.info.keys as string[] | undefined) ?? ['sk-x'] }).then((r): LoadResult => ({ ...r, requests: r.completed, seconds: secs }))
+      : wrk({ url: `http://127.0.0.1:${v.s.info.port as number}/v1/chat/completions`, connections: 32, seconds: secs, body, keys: (v.s.info.keys as string[] | undefined) ?? ['sk-x'] });
   for (const v of vs) await run(v, 2);
   const acc = new Map<string, number[]>();
   for (let r = 0; r < rounds; r++) {
