@@ -205,6 +205,16 @@ describe('Authenticator', () => {
       expect(a.cached([KEY])).toBeNull();
     });
 
+    it('a lookup started before a flush does not fill the cache after it', async () => {
+      const { clock, m, a } = await warm();
+      clock.advance(50_000);
+      expect(a.cached([KEY])).toMatchObject({ ok: true }); // a renewal is under way
+      m.change({ type: 'flush' });
+      m.release(); // its answer may predate what the flush stood for
+      await settle();
+      expect(a.cached([KEY])).toBeNull();
+    });
+
     it('after a flush, a request does not share a lookup started before it', async () => {
       const { clock, m, a, asked } = await warm();
       clock.advance(50_000);

@@ -47,8 +47,11 @@ export interface AuthenticatorOptions {
 
 interface Lookup {
   answer: Promise<KeyIdentity | null>;
-  /** The last change heard for this hash while the lookup was under way. */
-  raced: 'created' | 'deleted' | null;
+  /**
+   * The last change heard for this hash while the lookup was under way; `flush` when every key
+   * may have changed (the store's change feed reconnected, and what it missed is unknown).
+   */
+  raced: 'created' | 'deleted' | 'flush' | null;
 }
 
 /** Defaults: a found key is trusted for a minute and renewed, while in use, from three quarters of it. */
@@ -74,8 +77,6 @@ export class Authenticator {
   private readonly negativeTtl: number;
   private readonly staleTtl: number;
   private readonly maxEntries: number;
-  /** Bumped on every flush so that a lookup started before it cannot re-fill the cache with old news. */
-  private generation = 0;
 
   constructor(
     private readonly sources: readonly KeySource[],
@@ -92,10 +93,10 @@ export class Authenticator {
 
   onChange(c: KeyChange): void {
     if (c.type === 'flush') {
-      this.generation++;
       this.cache.clear();
-      // Lookups under way may have been answered before changes the disconnect hid: later
-      // requests start their own rather than share those answers.
+      // Lookups under way may have been answered before changes the disconnect hid: their answers
+      // serve the requests already waiting but are not kept, and later requests start their own.
+      for (const lookup of this.pending.values()) lookup.raced = 'flush';
       this.pending.clear();
       return;
     }
@@ -171,7 +172,7 @@ export class Authenticator {
     if (!lookup) {
       const started: Lookup = { raced: null, answer: null as unknown as Promise<KeyIdentity | null> };
       this.pending.set(hash, started);
-      started.answer = this.askSources(hash, this.cache.get(hash), this.generation, started).finally(() => {
+      started.answer = this.askSources(hash, this.cache.get(hash), started).finally(() => {
         // A flush may have dropped this lookup and a newer one taken its place.
         if (this.pending.get(hash) === started) this.pending.delete(hash);
       });
@@ -180,7 +181,7 @@ export class Authenticator {
     return lookup.answer;
   }
 
-  private async askSources(hash: string, previous: Entry | undefined, gen: number, lookup: Lookup): Promise<KeyIdentity | null> {
+  private async askSources(hash: string, previous: Entry | undefined, lookup: Lookup): Promise<KeyIdentity | null> {
     let lastError: unknown = null;
     for (const source of this.sources) {
       let found: KeyIdentity | null;
@@ -191,7 +192,7 @@ export class Authenticator {
         continue;
       }
       if (found && sameHash(found.hash, hash)) {
-        this.remember(hash, found, gen, lookup.raced);
+        this.remember(hash, found, lookup.raced);
         return found;
       }
     }
@@ -200,15 +201,14 @@ export class Authenticator {
       if (previous?.identity && this.clock.now() - previous.at < this.staleTtl) return previous.identity;
       throw lastError;
     }
-    this.remember(hash, null, gen, lookup.raced);
+    this.remember(hash, null, lookup.raced);
     return null;
   }
 
-  private remember(hash: string, identity: KeyIdentity | null, gen: number, raced: Lookup['raced']): void {
+  private remember(hash: string, identity: KeyIdentity | null, raced: Lookup['raced']): void {
     // A change arrived while we were asking and our answer may predate it: use it once, keep nothing.
-    // Only a change that contradicts the answer counts (a creation cannot make a found key wrong).
-    if (gen !== this.generation) return;
-    if ((raced === 'deleted' && identity) || (raced === 'created' && !identity)) return;
+    // Only a change that may contradict the answer counts (a creation cannot make a found key wrong).
+    if (raced === 'flush' || (raced === 'deleted' && identity) || (raced === 'created' && !identity)) return;
     if (this.cache.size >= this.maxEntries) {
       // Maps iterate in insertion order: drop the oldest tenth.
       let n = Math.ceil(this.maxEntries / 10);
