@@ -135,7 +135,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     }
 
     // 3. Authenticate.
-    const presented = presentedKeys(req.headers, credentialRules(target.path));
+    const presented = presentedKeys(req.headers, credentialRules(target.path), req.rawHeaders);
     const auth = d.authenticator.cached(presented) ?? (await d.authenticator.authenticate(presented));
     if (!auth.ok) {
       if (auth.reason === 'unavailable') {

@@ -26,12 +26,14 @@ export function credentialRules(path: string): CredentialRules {
  * The key candidates a request presents in headers that count on its path.
  * An empty array means no counting header at all. A header that counts but
  * holds no usable key yields an empty string, which can never authenticate:
- * a wrong key beside a valid one still fails.
+ * a wrong key beside a valid one still fails. So does a repeated key header.
  */
-export function presentedKeys(headers: IncomingHttpHeaders, rules: CredentialRules): string[] {
+export function presentedKeys(headers: IncomingHttpHeaders, rules: CredentialRules, rawHeaders: readonly string[] = []): string[] {
   const out: string[] = [];
   const auth = headers.authorization;
-  if (auth !== undefined) out.push(bearerToken(auth));
+  // Node keeps only the first of several Authorization lines (and the relay, Go, reads only the
+  // first): a second one with a wrong key would go unseen, so a repeated one is ambiguous.
+  if (auth !== undefined) out.push(occurrences(rawHeaders, 'authorization') > 1 ? '' : bearerToken(auth));
   if (rules.xApiKey) {
     const v = headers['x-api-key'];
     if (v !== undefined) out.push(single(v).trim());
@@ -41,6 +43,16 @@ export function presentedKeys(headers: IncomingHttpHeaders, rules: CredentialRul
     if (v !== undefined) out.push(single(v).trim());
   }
   return out;
+}
+
+/** How many times a field appears in a raw header list (name, value, name, value, ...), in any case. */
+function occurrences(raw: readonly string[], name: string): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const field = raw[i]!;
+    if (field.length === name.length && field.toLowerCase() === name) n++;
+  }
+  return n;
 }
 
 function single(v: string | string[]): string {

@@ -1,3 +1,4 @@
+import type { OutgoingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
@@ -38,7 +39,7 @@ describe.each(STORE_KINDS)('authentication on the %s store', (kind) => {
   });
   afterAll(() => h.close());
 
-  const send = (e: Endpoint, headers: Record<string, string>, pathSuffix = '') =>
+  const send = (e: Endpoint, headers: OutgoingHttpHeaders, pathSuffix = '') =>
     request(h.url, e.method, e.path + pathSuffix, {
       headers: { ...(e.body ? { 'content-type': 'application/json' } : {}), ...headers },
       body: e.body,
@@ -78,6 +79,12 @@ describe.each(STORE_KINDS)('authentication on the %s store', (kind) => {
       if (e.xApiKey) expect((await send(e, { authorization: `Bearer ${key}`, 'x-api-key': bad })).status).toBe(401);
       if (e.xGoog) expect((await send(e, { authorization: `Bearer ${key}`, 'x-goog-api-key': bad })).status).toBe(401);
       expect((await send(e, { authorization: `Bearer ${bad}`, ...(e.xApiKey ? { 'x-api-key': key } : {}), ...(e.xGoog ? { 'x-goog-api-key': key } : {}) })).status).toBe(401);
+      // A repeated key header is ambiguous, whichever line holds the valid key: Node would keep only
+      // the first Authorization line, so a wrong second one must not go unseen.
+      for (const pair of [[`Bearer ${key}`, `Bearer ${bad}`], [`Bearer ${bad}`, `Bearer ${key}`], [`Bearer ${key}`, `Bearer ${key}`]]) {
+        expect((await send(e, Object.fromEntries([['authorization', pair]]))).status, pair.map((v) => v.slice(7, 12)).join(' then ')).toBe(401);
+      }
+      if (e.xApiKey) expect((await send(e, { 'x-api-key': [key, bad] })).status).toBe(401);
       // A header that does not count on this path is ignored, whatever it holds.
       if (!e.xApiKey) expect((await send(e, { authorization: `Bearer ${key}`, 'x-api-key': bad })).status).toBe(200);
     });
