@@ -41,6 +41,7 @@ type Outcome =
   | 'free_tier_minute'
   | 'free_tier_day'
   | 'free_tier_upstream'
+  | 'relay_ip_limited'
   | 'too_large'
   | 'bad_request'
   | 'store_unavailable'
@@ -227,7 +228,18 @@ export function createGateway(d: GatewayDeps): RequestHandler {
             sendError(res, Errors.FREE_TIER_EXHAUSTED, t.id, { headers: { 'retry-after': '30', ...rateLimit } });
             return true;
           }
-        : undefined,
+        : rule
+          ? (up) => {
+              // The relay's own per-address limiters (new-api's critical and search limits) answer
+              // 429 with neither Retry-After nor body; the contract promises Retry-After on every
+              // such 429. The matched rule's window bounds the wait of a limit of its kind.
+              if (up.statusCode !== 429 || up.headers['retry-after'] !== undefined) return false;
+              t.decision = 'relay_ip_limited';
+              t.status = 429;
+              sendError(res, Errors.IP_RATE_LIMITED, t.id, { headers: { 'retry-after': String(rule.windowSeconds) } });
+              return true;
+            }
+          : undefined,
       done: (r: ForwardResult) => {
         t.upstreamMs = r.upstreamMs;
         if (r.upstreamMs !== null) metrics.observeRelay(t.family, r.upstreamMs / 1000);

@@ -38,6 +38,27 @@ describe.each(STORE_KINDS)('per-IP limits on the %s store', (kind) => {
     expect((await get('/api/log/token', ip)).status).toBe(200);
   });
 
+  it("gives the relay's own per-address 429 (no Retry-After, new-api's critical limit) the matched rule's Retry-After", async () => {
+    const outcome = metricReader(h, 'sluice_requests_total', { family: 'usage_query', outcome: 'relay_ip_limited' });
+    const before = await outcome();
+    h.relay.behave((r) => r.url.startsWith('/api/'), { status: 429 });
+    try {
+      const usage = await get('/api/usage/token/', '203.0.113.60');
+      expect(usage.status).toBe(429);
+      expect(usage.headers['retry-after']).toBe('1200');
+      expect(usage.body.length).toBe(0);
+      const login = await request(h.url, 'POST', '/api/user/login', { headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': '203.0.113.60' }, body: '{}' });
+      expect(login.status).toBe(429);
+      expect(login.headers['retry-after']).toBe('180'); // the /api/* rule's window
+      // A relay 429 that says when to retry passes as it is.
+      h.relay.behave((r) => r.url.startsWith('/api/'), { status: 429, headers: { 'retry-after': '7' } });
+      expect((await get('/api/log/token', '203.0.113.61')).headers['retry-after']).toBe('7');
+    } finally {
+      h.relay.reset();
+    }
+    expect((await outcome()) - before).toBe(1);
+  });
+
   it("answers a refused address's retries without a store decision, Retry-After counting down", async () => {
     const ip = '203.0.113.30';
     for (let i = 0; i < 20; i++) expect((await get('/api/log/token', ip)).status).toBe(200);
