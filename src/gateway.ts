@@ -69,6 +69,9 @@ interface Trace {
   logged?: boolean;
 }
 
+/** The query endpoints of contract §7/§8, whose every 429 carries Retry-After and no body. */
+const QUERY_FAMILIES: ReadonlySet<RouteFamily> = new Set(['usage_query', 'api', 'dashboard']);
+
 const TRACE = Symbol('sluice.trace');
 interface Traced {
   [TRACE]?: Trace;
@@ -228,12 +231,13 @@ export function createGateway(d: GatewayDeps): RequestHandler {
             sendError(res, Errors.FREE_TIER_EXHAUSTED, t.id, { headers: { 'retry-after': '30', ...rateLimit } });
             return true;
           }
-        : rule
+        : rule && !rule.shadow && QUERY_FAMILIES.has(t.family)
           ? (up) => {
               // The relay's own per-address limiters (new-api's critical and search limits) answer
               // 429 with neither Retry-After nor body; the contract promises Retry-After on every
-              // such 429. The matched rule's window bounds the wait of a limit of its kind.
-              if (up.statusCode !== 429 || up.headers['retry-after'] !== undefined) return false;
+              // 429 of the query endpoints. Only that bare form is replaced: a 429 with a body
+              // (new-api's e-mail verification limit says how long to wait) passes as it is.
+              if (up.statusCode !== 429 || up.headers['retry-after'] !== undefined || up.headers['content-length'] !== '0') return false;
               t.decision = 'relay_ip_limited';
               t.status = 429;
               sendError(res, Errors.IP_RATE_LIMITED, t.id, { headers: { 'retry-after': String(rule.windowSeconds) } });

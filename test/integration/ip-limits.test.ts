@@ -3,6 +3,36 @@ import { ManualClock, startHarness, STORE_KINDS, type Harness } from '../support
 import { metricReader } from '../support/helpers.js';
 import { request } from '../support/http.js';
 
+describe("the relay's 429 under operator rules", () => {
+  let h: Harness;
+  let key: string;
+  beforeAll(async () => {
+    h = await startHarness({
+      store: 'memory',
+      file: {
+        ipLimits: [
+          { name: 'chat', paths: ['/v1/chat/*'], limit: 1000, windowSeconds: 60 },
+          { name: 'watch', paths: ['/api/*'], limit: 1000, windowSeconds: 180, shadow: true },
+        ],
+      },
+    });
+    key = (await h.createKey('rules')).key;
+  });
+  afterAll(() => h.close());
+
+  it('passes unchanged on a model path a rule covers, and under a shadow rule', async () => {
+    h.relay.behave(() => true, { status: 429 });
+    try {
+      const chat = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash"}' });
+      const usage = await request(h.url, 'GET', '/api/usage/token/', { headers: { authorization: `Bearer ${key}` } });
+      expect([chat.status, chat.headers['retry-after']]).toEqual([429, undefined]);
+      expect([usage.status, usage.headers['retry-after']]).toEqual([429, undefined]);
+    } finally {
+      h.relay.reset();
+    }
+  });
+});
+
 describe.each(STORE_KINDS)('per-IP limits on the %s store', (kind) => {
   let h: Harness;
   let clock: ManualClock;
@@ -50,9 +80,13 @@ describe.each(STORE_KINDS)('per-IP limits on the %s store', (kind) => {
       const login = await request(h.url, 'POST', '/api/user/login', { headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': '203.0.113.60' }, body: '{}' });
       expect(login.status).toBe(429);
       expect(login.headers['retry-after']).toBe('180'); // the /api/* rule's window
-      // A relay 429 that says when to retry passes as it is.
+      // A relay 429 that says when to retry passes as it is; so does one with a body.
       h.relay.behave((r) => r.url.startsWith('/api/'), { status: 429, headers: { 'retry-after': '7' } });
       expect((await get('/api/log/token', '203.0.113.61')).headers['retry-after']).toBe('7');
+      const said = '{"success":false,"message":"wait 30 seconds"}';
+      h.relay.behave((r) => r.url.startsWith('/api/'), { status: 429, body: said });
+      const verification = await get('/api/verification', '203.0.113.61');
+      expect([verification.status, verification.text, verification.headers['retry-after']]).toEqual([429, said, undefined]);
     } finally {
       h.relay.reset();
     }
