@@ -70,8 +70,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
   let policy: Policy = buildPolicy(config, limits, clock);
   // A store that reconnected may have lost counts (a Redis restarted without persistence): the
   // refusals kept from before could refuse calls it would now admit.
-  store.onKeyChange((c) => {
-    if (c.type !== 'flush') return;
+  store.onReconnect(() => {
     policy.freeTier.forgetRefusals();
     policy.ipLimiter.forgetRefusals();
   });

@@ -59,6 +59,9 @@ export class MemoryStore implements Store {
     this.listeners.push(listener);
   }
 
+  /** In-process: there is no connection to lose. */
+  onReconnect(_listener: () => void): void {}
+
   private emit(c: KeyChange): void {
     for (const l of this.listeners) l(c);
   }

@@ -71,6 +71,8 @@ export class RedisStore implements Store {
   private readonly channel: string;
   private readonly listeners: Array<(c: KeyChange) => void> = [];
   private subscribedOnce = false;
+  private readonly reconnectListeners: Array<() => void> = [];
+  private readyOnce = false;
   private closed = false;
   /** The command socket while decisions issued in this turn of the event loop are held for one write. */
   private corked: Redis['stream'] | null = null;
@@ -128,6 +130,10 @@ export class RedisStore implements Store {
     // Errors surface through the commands that fail; the connection's own
     // 'error' events would otherwise crash the process.
     this.client.on('error', () => {});
+    this.client.on('ready', () => {
+      if (this.readyOnce) for (const l of this.reconnectListeners) l();
+      this.readyOnce = true;
+    });
 
     // Pub/sub needs its own connection. Messages sent while it was away are
     // lost, so every (re)subscription flushes the caches that listen.
@@ -172,6 +178,10 @@ export class RedisStore implements Store {
 
   onKeyChange(listener: (change: KeyChange) => void): void {
     this.listeners.push(listener);
+  }
+
+  onReconnect(listener: () => void): void {
+    this.reconnectListeners.push(listener);
   }
 
   async createKey(rec: KeyRecord): Promise<boolean> {
@@ -280,6 +290,7 @@ export class RedisStore implements Store {
     if (this.closed) return;
     this.closed = true;
     this.listeners.length = 0;
+    this.reconnectListeners.length = 0;
     await Promise.allSettled([this.client.quit(), this.sub.quit()]);
     this.client.disconnect();
     this.sub.disconnect();

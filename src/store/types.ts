@@ -63,6 +63,12 @@ export interface Store {
   listKeys(user: string): Promise<KeyRecord[]>;
   /** Changes to the key set made anywhere (this replica or another), for cache invalidation. */
   onKeyChange(listener: (change: KeyChange) => void): void;
+  /**
+   * The connection that takes decisions came back after a break: what the store holds may have
+   * changed meanwhile (a Redis restarted without persistence, a failover to a replica that lagged).
+   * The embedded store never breaks, so never calls it.
+   */
+  onReconnect(listener: () => void): void;
 
   /**
    * Checks every limit and counts the call in all of them only if all pass,

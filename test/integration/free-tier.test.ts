@@ -1,8 +1,11 @@
 import { gzipSync } from 'node:zlib';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { RedisStore } from '../../src/store/redis.js';
 import { ManualClock, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
 import { metricReader } from '../support/helpers.js';
 import { request, type RawResponse } from '../support/http.js';
+import { uniquePrefix } from '../support/redis.js';
 
 const FREE = 'vend-flash-free';
 const FREE2 = 'vend-v4-flash-free';
@@ -279,5 +282,37 @@ describe.each(STORE_KINDS)('free tier on the %s store', (kind) => {
       expect(JSON.parse(r.text).error.code).toBe('invalid_request');
       expect(h.relay.started).toBe(0);
     });
+  });
+});
+
+describe('remembered free-tier refusals and a Redis that comes back', () => {
+  let h: Harness;
+  const prefix = uniquePrefix('rc');
+  beforeAll(async () => {
+    h = await startHarness({ store: 'redis', prefix, file: { freeTier: { perMinute: 1 } } });
+  });
+  afterAll(() => h.close());
+
+  it('are forgotten when the decision connection reconnects, so counts Redis lost are not refused from memory', async () => {
+    const { key } = await h.createKey('comeback');
+    const call = () => request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash-free"}' });
+    expect((await call()).status).toBe(200);
+    expect((await call()).status).toBe(429); // now remembered for up to 10 s
+    const store = h.store as RedisStore;
+    // Redis loses the minute's count (a restart without persistence), and the connection breaks.
+    await store.client.del(`${prefix}{u:comeback}:ft:w`);
+    let back = false;
+    store.onReconnect(() => (back = true));
+    const admin = new Redis(inject('redisUrl'));
+    try {
+      await admin.client('KILL', 'ID', String(await store.client.client('ID')));
+    } finally {
+      admin.disconnect();
+    }
+    for (const t0 = Date.now(); !back; ) {
+      if (Date.now() - t0 > 5000) throw new Error('no reconnect');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect((await call()).status).toBe(200);
   });
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Redis } from 'ioredis';
 import { RedisStore } from '../../src/store/redis.js';
 import type { LimitCheck } from '../../src/store/types.js';
 import { uniquePrefix } from '../support/redis.js';
@@ -72,3 +73,41 @@ describe('Redis store decisions', () => {
     expect(counter.writes).toBe(2);
   });
 });
+
+describe('Redis store reconnects', () => {
+  it('says so when the decision connection comes back after a break, and not for the key-change feed', async () => {
+    const url = inject('redisUrl');
+    const store = new RedisStore({ url, keyPrefix: uniquePrefix('rc'), commandTimeoutMs: 2000 });
+    const admin = new Redis(url);
+    try {
+      await store.waitReady();
+      let reconnects = 0;
+      const flushes: string[] = [];
+      store.onReconnect(() => reconnects++);
+      store.onKeyChange((c) => flushes.push(c.type));
+      // The subscriber alone: its messages may be lost, so key caches flush; decisions are unaffected.
+      // Not a documented field: the store's subscriber connection, found by its local port.
+      const sub = (store as unknown as { sub: Redis & { stream: { localPort: number } } }).sub;
+      await until(() => sub.status === 'ready');
+      await admin.client('KILL', 'ADDR', `127.0.0.1:${sub.stream.localPort}`);
+      await until(() => flushes.includes('flush'));
+      expect(reconnects).toBe(0);
+      // The decision connection.
+      const id = String(await store.client.client('ID'));
+      await admin.client('KILL', 'ID', id);
+      await until(() => reconnects === 1);
+      expect(await store.ping()).toBe(true);
+    } finally {
+      admin.disconnect();
+      await store.close();
+    }
+  });
+});
+
+async function until(cond: () => boolean, ms = 5000): Promise<void> {
+  const t0 = Date.now();
+  while (!cond()) {
+    if (Date.now() - t0 > ms) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
