@@ -167,10 +167,13 @@ describe('access line', () => {
 });
 
 describe('accessLog setting', () => {
-  it('all: every request; errors: a status of 400 or more, or no answer at all; off: none', () => {
+  it('all: every request; errors: anything not admitted, a status of 400 or more, or no answer; off: none', () => {
     const statuses = [200, 204, 304, 399, 400, 401, 429, 499, 502, undefined];
-    expect(statuses.map((st) => wantsAccessLine('all', st))).toEqual(statuses.map(() => true));
-    expect(statuses.map((st) => wantsAccessLine('errors', st))).toEqual([false, false, false, false, true, true, true, true, true, true]);
-    expect(statuses.map((st) => wantsAccessLine('off', st))).toEqual(statuses.map(() => false));
+    expect(statuses.map((st) => wantsAccessLine('all', 'admitted', st))).toEqual(statuses.map(() => true));
+    expect(statuses.map((st) => wantsAccessLine('errors', 'admitted', st))).toEqual([false, false, false, false, true, true, true, true, true, true]);
+    expect(statuses.map((st) => wantsAccessLine('off', 'admitted', st))).toEqual(statuses.map(() => false));
+    // A stream either side cut after a 200: not admitted in the end, so kept.
+    expect(['upstream_aborted', 'client_aborted'].map((d) => wantsAccessLine('errors', d, 200))).toEqual([true, true]);
+    expect(wantsAccessLine('off', 'upstream_aborted', 200)).toBe(false);
   });
 });

@@ -82,7 +82,7 @@ describe('config', () => {
     [{ SLUICE_REDIS_URL: 'http://x' }, /"SLUICE_REDIS_URL" must be a redis:\/\/ or rediss:\/\//],
     [{ SLUICE_UPSTREAM_URL: 'ftp://x' }, /"SLUICE_UPSTREAM_URL" must be an http/],
     [{ SLUICE_ADMIN_TOKEN: 'short' }, /SLUICE_ADMIN_TOKEN must be at least 16/],
-    [{ SLUICE_ACCESS_LOG: 'most' }, /"accessLog" must be one of all, errors, off/],
+    [{ SLUICE_ACCESS_LOG: 'most' }, /"SLUICE_ACCESS_LOG" must be one of all, errors, off/],
   ])('rejects environment %j naming the variable', (env, msg) => {
     expect(() => buildConfig({}, { ...ENV, ...env })).toThrow(msg);
   });

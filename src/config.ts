@@ -58,8 +58,9 @@ export interface Config {
   ipLimits: IpLimitRule[];
   logLevel: string;
   /**
-   * Which requests get an access line (at info): every one, only those answered with a status of
-   * 400 or more or not answered at all, or none. Hot-reloadable.
+   * Which requests get an access line (at info): every one; only those not admitted in the end
+   * (refused, failed, cut by either side) or answered with a status of 400 or more; or none.
+   * Hot-reloadable.
    */
   accessLog: AccessLogMode;
   /** On SIGTERM: how long in-flight requests and open streams may take before exit. */
@@ -96,7 +97,7 @@ export const DEFAULTS = Object.freeze({
 });
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-export const ACCESS_LOG_MODES = ['all', 'errors', 'off'] as const;
+const ACCESS_LOG_MODES = ['all', 'errors', 'off'] as const;
 export type AccessLogMode = (typeof ACCESS_LOG_MODES)[number];
 
 type Raw = Record<string, unknown>;
@@ -346,9 +347,10 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
   trusted.forEach((t, i) => parseCidr(t, `trustedProxies[${i}]`));
   const logLevel = str(e('SLUICE_LOG_LEVEL') ?? file.logLevel ?? DEFAULTS.logLevel, 'logLevel');
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`config key "logLevel" must be one of ${LOG_LEVELS.join(', ')}`);
-  const accessLog = str(e('SLUICE_ACCESS_LOG') ?? file.accessLog ?? DEFAULTS.accessLog, e('SLUICE_ACCESS_LOG') ? 'SLUICE_ACCESS_LOG' : 'accessLog');
+  const accessLogKey = e('SLUICE_ACCESS_LOG') ? 'SLUICE_ACCESS_LOG' : 'accessLog';
+  const accessLog = str(e('SLUICE_ACCESS_LOG') ?? file.accessLog ?? DEFAULTS.accessLog, accessLogKey);
   if (!(ACCESS_LOG_MODES as readonly string[]).includes(accessLog)) {
-    throw new ConfigError(`config key "accessLog" must be one of ${ACCESS_LOG_MODES.join(', ')}`);
+    throw new ConfigError(`config key "${accessLogKey}" must be one of ${ACCESS_LOG_MODES.join(', ')}, got ${JSON.stringify(accessLog)}`);
   }
 
   const sentinelsRaw = e('SLUICE_REDIS_SENTINELS') ?? rd.sentinels;

@@ -46,6 +46,7 @@ type Outcome =
   | 'bad_request'
   | 'store_unavailable'
   | 'upstream_error'
+  | 'upstream_aborted'
   | 'client_aborted'
   | 'internal_error';
 
@@ -101,7 +102,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     t.logged = true;
     const decision = t.decision ?? 'internal_error';
     metrics.countRequest(t.family, decision);
-    if (wantsAccessLine(d.policy().config.accessLog, t.status)) accessLog(t, decision);
+    if (wantsAccessLine(d.policy().config.accessLog, decision, t.status)) accessLog(t, decision);
   }
 
   // A limiter answers a refused subject's retry from memory, without a promise, while the store
@@ -249,7 +250,14 @@ export function createGateway(d: GatewayDeps): RequestHandler {
         if (r.upstreamMs !== null) metrics.observeRelay(t.family, r.upstreamMs / 1000);
         if (r.outcome === 'intercepted') return done(t);
         t.status = r.status ?? (r.outcome === 'upstream-error' ? 502 : undefined);
-        t.decision = r.outcome === 'client-aborted' ? 'client_aborted' : r.outcome === 'upstream-error' ? 'upstream_error' : 'admitted';
+        t.decision =
+          r.outcome === 'client-aborted'
+            ? 'client_aborted'
+            : r.outcome === 'upstream-error'
+              ? 'upstream_error'
+              : r.outcome === 'upstream-aborted'
+                ? 'upstream_aborted'
+                : 'admitted';
         if (r.error && r.outcome !== 'client-aborted') log.warn({ reqId: t.id, err: r.error.message }, 'relay request failed');
         done(t);
       },

@@ -30,10 +30,10 @@ const REDACT_PATHS = [
 /**
  * Where lines go: stdout (or a file, for benchmarks), never on the request path. Lines are held
  * until 16 KB have gathered or 50 ms have passed since the first, then handed to SonicBoom as one
- * asynchronous write. Handing it every line cost 2.2-3.5 µs of CPU per line in isolation
- * (`npx tsx bench/tools/log-destination.ts`): each async write is a trip through libuv's thread
- * pool, about 10 µs here. A synchronous write per line is cheaper still in isolation, but would
- * stall every request whenever the reader of stdout falls behind. Any exit through Node,
+ * asynchronous write. Handing it every line cost 2.1-3.4 µs of CPU per line in isolation, against
+ * 0.9-1.2 held (`npx tsx bench/tools/log-destination.ts`): each async write is a trip through
+ * libuv's thread pool, about 10 µs here. A synchronous write per line costs about as little as
+ * holding in isolation, but would stall every request whenever the reader of stdout falls behind. Any exit through Node,
  * process.exit and an uncaught exception included, writes what is held; a SIGKILL loses at most
  * the last 50 ms.
  */

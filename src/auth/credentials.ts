@@ -28,7 +28,7 @@ export function credentialRules(path: string): CredentialRules {
  * holds no usable key yields an empty string, which can never authenticate:
  * a wrong key beside a valid one still fails. So does a repeated key header.
  */
-export function presentedKeys(headers: IncomingHttpHeaders, rules: CredentialRules, rawHeaders: readonly string[] = []): string[] {
+export function presentedKeys(headers: IncomingHttpHeaders, rules: CredentialRules, rawHeaders: readonly string[]): string[] {
   const out: string[] = [];
   const auth = headers.authorization;
   // Node keeps only the first of several Authorization lines (and the relay, Go, reads only the

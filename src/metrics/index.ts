@@ -30,7 +30,7 @@ export class Metrics {
   readonly requests = this.add(
     new Counter(
       'sluice_requests_total',
-      'Requests by route family and outcome (admitted, unauthorized, free_tier_minute, free_tier_day, free_tier_upstream, ip_limited, relay_ip_limited, too_large, upstream_error, store_unavailable, ...)',
+      'Requests by route family and outcome (admitted, unauthorized, free_tier_minute, free_tier_day, free_tier_upstream, ip_limited, relay_ip_limited, too_large, upstream_error, upstream_aborted, store_unavailable, ...)',
       ['family', 'outcome'],
     ),
   );

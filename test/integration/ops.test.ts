@@ -182,6 +182,9 @@ describe('accessLog: errors', () => {
     const refused = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: 'Bearer sk-unknown-key-0000' }, body: '{}' });
     h.relay.behave(() => true, { status: 503 });
     const failed = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash"}' });
+    // A stream the relay cuts after its 200 went out.
+    h.relay.behave(() => true, { dieAfterEvents: 1 });
+    await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash","stream":true}' }).catch(() => null);
     h.relay.reset();
     expect([ok.status, refused.status, failed.status]).toEqual([200, 401, 503]);
     await sleep(50);
@@ -189,9 +192,12 @@ describe('accessLog: errors', () => {
     expect(logged.map((l) => [l.decision, l.status])).toEqual([
       ['unauthorized', 401],
       ['admitted', 503],
+      ['upstream_aborted', 200],
     ]);
     // The counters still see every call.
-    expect(metricValue(await metricsText(h), 'sluice_requests_total', { family: 'chat', outcome: 'admitted' })).toBe(2);
+    const text = await metricsText(h);
+    expect(metricValue(text, 'sluice_requests_total', { family: 'chat', outcome: 'admitted' })).toBe(2);
+    expect(metricValue(text, 'sluice_requests_total', { family: 'chat', outcome: 'upstream_aborted' })).toBe(1);
   });
 });
 
