@@ -23,6 +23,8 @@ const env: Record<string, string> = {
   SLUICE_LOG_LEVEL: 'silent',
 };
 if (process.env.BENCH_REDIS_URL) env.SLUICE_REDIS_URL = process.env.BENCH_REDIS_URL;
+// BENCH_ACCESS_LOG (all | errors | off): the accessLog setting, with BENCH_LOG_LEVEL=info.
+if (process.env.BENCH_ACCESS_LOG) env.SLUICE_ACCESS_LOG = process.env.BENCH_ACCESS_LOG;
 // The config schema caps perMinute at 1,000,000 (a minute at 16k req/s); the bench stays below.
 // BENCH_CONTRACT_LIMITS=1 keeps the contract's 20 a minute and 100 a day: most calls are refused.
 // BENCH_REMEMBER_REFUSALS_SECONDS sets limits.rememberRefusalsSeconds (0: every refusal asks Redis).

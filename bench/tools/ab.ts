@@ -28,6 +28,7 @@ try {
     ['sluice-mem', 'sluice.ts', {}],
     ['sluice-1key', 'sluice.ts', { BENCH_REDIS_URL: redis.url, BENCH_KEYS: '1' }],
     ['sluice-log', 'sluice.ts', { BENCH_REDIS_URL: redis.url, BENCH_LOG_LEVEL: 'info' }],
+    ['sluice-log-errors', 'sluice.ts', { BENCH_REDIS_URL: redis.url, BENCH_LOG_LEVEL: 'info', BENCH_ACCESS_LOG: 'errors' }],
   ];
   const vs: Array<{ id: string; s: Server }> = [];
   for (const [id, script, env] of defs) {
