@@ -40,6 +40,9 @@ describe.each(STORE_KINDS)('forwarding on the %s store', (kind) => {
 
   it('passes a 10 MB binary body to the relay and back byte for byte', async () => {
     const body = randomBytes(10 * 1024 * 1024);
+    // Not a JSON object: random bytes open with "{" (after optional whitespace) about once in 250
+    // runs, and a body that opens like an object but is not valid JSON is a 400, by design.
+    body[0] = 0;
     h.relay.behave(() => true, { echo: true });
     const r = await request(h.url, 'POST', '/v1/files', { headers: { ...auth(), 'content-type': 'application/octet-stream' }, body });
     expect(r.status).toBe(200);
