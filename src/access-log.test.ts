@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino, { type Logger, type LoggerOptions } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createAccessLog, wantsAccessLine, type AccessRecord } from './access-log.js';
+import { accessFields, createAccessLog, wantsAccessLine, type AccessRecord } from './access-log.js';
 import { createLogger } from './log.js';
 
 function sink(): { stream: Writable; text: () => string; clear: () => void } {
@@ -17,27 +17,7 @@ function sink(): { stream: Writable; text: () => string; clear: () => void } {
 
 /** The line pino itself writes for the same request: what the access log must reproduce. */
 function pinoLine(log: Logger, r: AccessRecord, decision: string, totalMs: number): void {
-  const round = (ms: number): number => Math.round(ms * 100) / 100;
-  log.info(
-    {
-      reqId: r.id,
-      method: r.method,
-      path: r.path,
-      family: r.family,
-      ip: r.ip,
-      user: r.user,
-      keyId: r.keyId,
-      model: r.model ?? undefined,
-      freeTier: r.freeTier,
-      shadow: r.shadow,
-      decision,
-      status: r.status,
-      decisionMs: r.decidedMs === undefined ? undefined : round(r.decidedMs),
-      relayMs: r.upstreamMs == null ? undefined : round(r.upstreamMs),
-      totalMs,
-    },
-    'request',
-  );
+  log.info(accessFields(r, decision, totalMs), 'request');
 }
 
 const NOW = 5000;

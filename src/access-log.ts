@@ -101,34 +101,37 @@ function directWriter(log: Logger): { stream: Stream; head: () => string; end: s
   return { stream, head: () => level + stamp.call(log) + (p[S.chindingsSym] as string), end };
 }
 
+/**
+ * The access line's fields as an object, in their order: what pino is given when it writes the
+ * line itself, and what the hand-built line must read back as. Fields left undefined are omitted.
+ */
+export function accessFields(r: AccessRecord, decision: string, totalMs: number): Record<string, unknown> {
+  return {
+    reqId: r.id,
+    method: r.method,
+    path: r.path,
+    family: r.family,
+    ip: r.ip,
+    user: r.user,
+    keyId: r.keyId,
+    model: r.model ?? undefined,
+    freeTier: r.freeTier,
+    shadow: r.shadow,
+    decision,
+    status: r.status,
+    decisionMs: r.decidedMs === undefined ? undefined : round(r.decidedMs),
+    relayMs: r.upstreamMs == null ? undefined : round(r.upstreamMs),
+    totalMs,
+  };
+}
+
 export function createAccessLog(log: Logger): AccessLog {
   const direct = directWriter(log);
   return (r, decision) => {
     if (!log.isLevelEnabled('info')) return;
-    const decisionMs = r.decidedMs === undefined ? undefined : round(r.decidedMs);
-    const relayMs = r.upstreamMs === undefined || r.upstreamMs === null ? undefined : round(r.upstreamMs);
     const totalMs = round(performance.now() - r.start);
     if (!direct) {
-      log.info(
-        {
-          reqId: r.id,
-          method: r.method,
-          path: r.path,
-          family: r.family,
-          ip: r.ip,
-          user: r.user,
-          keyId: r.keyId,
-          model: r.model ?? undefined,
-          freeTier: r.freeTier,
-          shadow: r.shadow,
-          decision,
-          status: r.status,
-          decisionMs,
-          relayMs,
-          totalMs,
-        },
-        'request',
-      );
+      log.info(accessFields(r, decision, totalMs), 'request');
       return;
     }
     // Field order and spelling as pino writes them: level, time, bindings, fields, msg.
@@ -141,8 +144,8 @@ export function createAccessLog(log: Logger): AccessLog {
     if (r.shadow !== undefined) line += `,"shadow":${str(r.shadow)}`;
     line += `,"decision":${str(decision)}`;
     if (r.status !== undefined) line += `,"status":${r.status}`;
-    if (decisionMs !== undefined) line += `,"decisionMs":${decisionMs}`;
-    if (relayMs !== undefined) line += `,"relayMs":${relayMs}`;
+    if (r.decidedMs !== undefined) line += `,"decisionMs":${round(r.decidedMs)}`;
+    if (r.upstreamMs != null) line += `,"relayMs":${round(r.upstreamMs)}`;
     line += `,"totalMs":${totalMs},"msg":"request"` + direct.end;
     direct.stream.write(line);
   };

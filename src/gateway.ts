@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { createAccessLog, wantsAccessLine } from './access-log.js';
+import { createAccessLog, wantsAccessLine, type AccessRecord } from './access-log.js';
 import type { Authenticator } from './auth/authenticator.js';
 import { credentialRules, presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
@@ -50,23 +50,10 @@ type Outcome =
   | 'client_aborted'
   | 'internal_error';
 
-/** What one request did; logged as one line and counted once. */
-interface Trace {
-  id: string;
-  start: number;
-  method: string;
-  path: string;
+/** What one request did; logged as one line (the access record) and counted once. */
+interface Trace extends AccessRecord {
   family: RouteFamily;
-  ip: string;
-  user?: string;
-  keyId?: string;
-  model?: string | null;
-  freeTier?: boolean;
-  shadow?: string;
   decision?: Outcome;
-  status?: number;
-  decidedMs?: number;
-  upstreamMs?: number | null;
   logged?: boolean;
 }
 

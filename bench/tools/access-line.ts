@@ -4,7 +4,7 @@
  * a stream that drops what it gets, alternating, a million lines each.
  *   npx tsx bench/tools/access-line.ts [lines=1000000]
  */
-import { createAccessLog, type AccessRecord } from '../../src/access-log.js';
+import { accessFields, createAccessLog, type AccessRecord } from '../../src/access-log.js';
 import { createLogger } from '../../src/log.js';
 
 const N = Number(process.argv[2] ?? 1_000_000);
@@ -28,27 +28,7 @@ const r: AccessRecord = {
 };
 const round = (ms: number): number => Math.round(ms * 100) / 100;
 const ways: Record<string, () => void> = {
-  'log.info': () =>
-    log.info(
-      {
-        reqId: r.id,
-        method: r.method,
-        path: r.path,
-        family: r.family,
-        ip: r.ip,
-        user: r.user,
-        keyId: r.keyId,
-        model: r.model ?? undefined,
-        freeTier: r.freeTier,
-        shadow: undefined,
-        decision: 'admitted',
-        status: r.status,
-        decisionMs: round(r.decidedMs!),
-        relayMs: round(r.upstreamMs!),
-        totalMs: round(performance.now() - r.start),
-      },
-      'request',
-    ),
+  'log.info': () => log.info(accessFields(r, 'admitted', round(performance.now() - r.start)), 'request'),
   'access log': () => access(r, 'admitted'),
 };
 for (let rep = 0; rep < 3; rep++) {
