@@ -15,7 +15,7 @@ import { resolveClientIp } from './client-ip.js';
 import type { Clock } from './clock.js';
 import { Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './errors.js';
 import { prepareRequestHeaders } from './forward/headers.js';
-import type { ForwardResult, Forwarder } from './forward/proxy.js';
+import type { ForwardOutcome, ForwardResult, Forwarder } from './forward/proxy.js';
 import { routeFamily, type Metrics, type RouteFamily } from './metrics/index.js';
 import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.js';
 import type { Policy } from './policy.js';
@@ -56,6 +56,44 @@ interface Trace extends AccessRecord {
   decision?: Outcome;
   logged?: boolean;
 }
+
+/** What a forwarded call that ran its course was, for the log and the counters. */
+const DECISION_OF: Record<Exclude<ForwardOutcome, 'intercepted'>, Outcome> = {
+  completed: 'admitted',
+  'client-aborted': 'client_aborted',
+  'upstream-aborted': 'upstream_aborted',
+  'upstream-error': 'upstream_error',
+};
+
+type Intercept = (upstream: IncomingMessage) => boolean;
+
+/** A relay answer that `matches` is replaced by sluice's own error, recorded as `decision`. */
+function replaceAnswer(
+  res: ServerResponse,
+  t: Trace,
+  matches: Intercept,
+  decision: Outcome,
+  err: ErrorSpec,
+  headers: () => Record<string, string>,
+): Intercept {
+  return (up) => {
+    if (!matches(up)) return false;
+    t.decision = decision;
+    t.status = err.status;
+    sendError(res, err, t.id, { headers: headers() });
+    return true;
+  };
+}
+
+const isRelay429: Intercept = (up) => up.statusCode === 429;
+
+/**
+ * The relay's own per-address limiters (new-api's critical and search limits) answer 429 with
+ * neither Retry-After nor body; the contract promises Retry-After on every 429 of the query
+ * endpoints. Only that bare form is replaced: a 429 with a body (new-api's e-mail verification
+ * limit says how long to wait) passes as it is.
+ */
+const isBareRelayLimit: Intercept = (up) => up.statusCode === 429 && up.headers['retry-after'] === undefined && up.headers['content-length'] === '0';
 
 /** The query endpoints of contract §7/§8, whose every 429 carries Retry-After and no body. */
 const QUERY_FAMILIES: ReadonlySet<RouteFamily> = new Set(['usage_query', 'api', 'dashboard']);
@@ -204,47 +242,26 @@ export function createGateway(d: GatewayDeps): RequestHandler {
       bodyLength: body === null ? null : body.length,
     });
     req.url = target.forwardUrl;
+    let intercept: Intercept | undefined;
+    // The relay's 429 on an admitted free call means its own upstream free tier is busy.
+    if (free) intercept = replaceAnswer(res, t, isRelay429, 'free_tier_upstream', Errors.FREE_TIER_EXHAUSTED, () => ({ 'retry-after': '30', ...rateLimit }));
+    else if (rule && !rule.shadow && QUERY_FAMILIES.has(t.family)) {
+      const window = String(rule.windowSeconds);
+      intercept = replaceAnswer(res, t, isBareRelayLimit, 'relay_ip_limited', Errors.IP_RATE_LIMITED, () => ({ 'retry-after': window }));
+    }
     d.forwarder.forward({
       req,
       res,
       body,
       requestId: t.id,
       extraHeaders: rateLimit,
-      // The relay's 429 on an admitted free call means its own upstream free tier is busy.
-      intercept: free
-        ? (up) => {
-            if (up.statusCode !== 429) return false;
-            t.decision = 'free_tier_upstream';
-            t.status = 402;
-            sendError(res, Errors.FREE_TIER_EXHAUSTED, t.id, { headers: { 'retry-after': '30', ...rateLimit } });
-            return true;
-          }
-        : rule && !rule.shadow && QUERY_FAMILIES.has(t.family)
-          ? (up) => {
-              // The relay's own per-address limiters (new-api's critical and search limits) answer
-              // 429 with neither Retry-After nor body; the contract promises Retry-After on every
-              // 429 of the query endpoints. Only that bare form is replaced: a 429 with a body
-              // (new-api's e-mail verification limit says how long to wait) passes as it is.
-              if (up.statusCode !== 429 || up.headers['retry-after'] !== undefined || up.headers['content-length'] !== '0') return false;
-              t.decision = 'relay_ip_limited';
-              t.status = 429;
-              sendError(res, Errors.IP_RATE_LIMITED, t.id, { headers: { 'retry-after': String(rule.windowSeconds) } });
-              return true;
-            }
-          : undefined,
+      intercept,
       done: (r: ForwardResult) => {
         t.upstreamMs = r.upstreamMs;
         if (r.upstreamMs !== null) metrics.observeRelay(t.family, r.upstreamMs / 1000);
         if (r.outcome === 'intercepted') return done(t);
         t.status = r.status ?? (r.outcome === 'upstream-error' ? 502 : undefined);
-        t.decision =
-          r.outcome === 'client-aborted'
-            ? 'client_aborted'
-            : r.outcome === 'upstream-error'
-              ? 'upstream_error'
-              : r.outcome === 'upstream-aborted'
-                ? 'upstream_aborted'
-                : 'admitted';
+        t.decision = DECISION_OF[r.outcome];
         if (r.error && r.outcome !== 'client-aborted') log.warn({ reqId: t.id, err: r.error.message }, 'relay request failed');
         done(t);
       },
