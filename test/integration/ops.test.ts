@@ -3,6 +3,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
@@ -16,6 +17,22 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Whether /metrics declares the metric family `name` (its `# TYPE` line), series or not. */
 function declares(text: string, name: string): boolean {
   return text.split('\n').some((line) => line.startsWith(`# TYPE ${name} `));
+}
+
+/** A logger whose lines the test reads: all of them, and the access lines parsed. */
+function captureLog(): { log: Logger; lines: string[]; requestLines: () => Array<Record<string, unknown>> } {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean));
+      cb();
+    },
+  });
+  return {
+    log: createLogger('info', sink),
+    lines,
+    requestLines: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request'),
+  };
 }
 
 /** A ConfigMap-style mount: the file is a symlink through `..data`, swapped atomically. */
@@ -81,15 +98,9 @@ describe('config hot reload through a ConfigMap symlink swap', () => {
 
 describe('metrics, logs and rate-limit fields', () => {
   let h: Harness;
-  const lines: string[] = [];
+  const { log, lines, requestLines } = captureLog();
   beforeAll(async () => {
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        lines.push(...chunk.toString().split('\n').filter(Boolean));
-        cb();
-      },
-    });
-    h = await startHarness({ store: 'redis', log: createLogger('info', sink) });
+    h = await startHarness({ store: 'redis', log });
   });
   afterAll(() => h.close());
 
@@ -132,7 +143,7 @@ describe('metrics, logs and rate-limit fields', () => {
     await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash-free"}' });
     await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}x` }, body: '{}' });
     await sleep(50);
-    const reqLines = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request');
+    const reqLines = requestLines();
     expect(reqLines).toHaveLength(2);
     expect(reqLines[0]).toMatchObject({ family: 'chat', user: 'logger', model: 'vend-flash-free', decision: 'admitted', status: 200, freeTier: true });
     expect(reqLines[0]).toHaveProperty('reqId');
@@ -164,15 +175,9 @@ describe('metrics, logs and rate-limit fields', () => {
 
 describe('accessLog: errors', () => {
   let h: Harness;
-  const lines: string[] = [];
+  const { log, requestLines } = captureLog();
   beforeAll(async () => {
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        lines.push(...chunk.toString().split('\n').filter(Boolean));
-        cb();
-      },
-    });
-    h = await startHarness({ store: 'memory', file: { accessLog: 'errors' }, log: createLogger('info', sink) });
+    h = await startHarness({ store: 'memory', file: { accessLog: 'errors' }, log });
   });
   afterAll(() => h.close());
 
@@ -188,7 +193,7 @@ describe('accessLog: errors', () => {
     h.relay.reset();
     expect([ok.status, refused.status, failed.status]).toEqual([200, 401, 503]);
     await sleep(50);
-    const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request');
+    const logged = requestLines();
     expect(logged.map((l) => [l.decision, l.status])).toEqual([
       ['unauthorized', 401],
       ['admitted', 503],
