@@ -5,8 +5,8 @@
  * Prints req/s, p99 and server CPU µs per request for each round. AB_RATE=N drives each at N req/s
  * (open loop) instead of wrk's maximum.
  */
-import { spawnRedis } from '../../test/support/redis.js';
-import { ForeignLoad, compile, measureWhile, startNodeServer, type Server } from '../lib/proc.js';
+import { ForeignLoad, measureWhile, type Server } from '../lib/proc.js';
+import { benchSession } from '../lib/session.js';
 import { atRate } from '../lib/rate.js';
 import { wrk, type LoadResult } from '../lib/wrk.js';
 
@@ -15,13 +15,7 @@ const seconds = Number(process.argv[3] ?? 4);
 const only = process.env.AB_ONLY?.split(',');
 const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
 
-await compile();
-const redis = await spawnRedis();
-const servers: Server[] = [];
-try {
-  const relay = await startNodeServer('relay', 'relay.ts');
-  servers.push(relay);
-  const up = { BENCH_UPSTREAM: `http://127.0.0.1:${relay.info.port as number}` };
+await benchSession(async ({ redis, servers, start }) => {
   const defs: Array<[string, string, Record<string, string>]> = [
     ['bare', 'bare.ts', {}],
     ['sluice', 'sluice.ts', { BENCH_REDIS_URL: redis.url }],
@@ -33,9 +27,7 @@ try {
   const vs: Array<{ id: string; s: Server }> = [];
   for (const [id, script, env] of defs) {
     if (only && !only.includes(id)) continue;
-    const s = await startNodeServer(id, script, { env: { ...up, ...env } });
-    servers.push(s);
-    vs.push({ id, s });
+    vs.push({ id, s: await start(id, script, { env }) });
   }
   const foreign = new ForeignLoad(() => [...servers.flatMap((s) => s.pids()), redis.pid]);
   // AB_RATE=N: a fixed rate (open loop) instead of wrk's closed loop, so every variant does the
@@ -58,8 +50,5 @@ try {
     }
   }
   for (const [id, xs] of acc) console.log(id, 'median', [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!.toFixed(0));
-} finally {
-  await Promise.all(servers.map((s) => s.stop()));
-  await redis.kill();
-}
+});
 process.exit(0);

@@ -8,8 +8,8 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import ts from 'typescript';
-import { spawnRedis } from '../../test/support/redis.js';
-import { BENCH_DIR, BUILD_DIR, compile, measureWhile, startNodeServer, type Server } from '../lib/proc.js';
+import { BENCH_DIR, BUILD_DIR, measureWhile, type Server } from '../lib/proc.js';
+import { benchSession, type BenchSession } from '../lib/session.js';
 import { wrk } from '../lib/wrk.js';
 
 const rounds = Number(process.argv[2] ?? 4);
@@ -17,35 +17,41 @@ const seconds = Number(process.argv[3] ?? 4);
 const ref = process.env.BEFORE_REF ?? 'HEAD';
 const body = JSON.stringify({ model: process.env.AB_MODEL ?? 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
 
-await compile();
 const oldBuild = join(BENCH_DIR, '.build-before');
-rmSync(oldBuild, { recursive: true, force: true });
-cpSync(BUILD_DIR, oldBuild, { recursive: true });
-rmSync(join(oldBuild, 'src'), { recursive: true, force: true });
-const git = (...args: string[]): string => execFileSync('git', args, { encoding: 'utf8', maxBuffer: 64 << 20 });
-for (const f of git('ls-tree', '-r', '--name-only', ref, 'src').split('\n').filter((n) => n.endsWith('.ts') && !n.endsWith('.test.ts'))) {
-  const out = ts.transpileModule(git('show', `${ref}:${f}`), {
-    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-  });
-  const dest = join(oldBuild, f.replace(/\.ts$/, '.js'));
-  mkdirSync(dirname(dest), { recursive: true });
-  writeFileSync(dest, out.outputText);
+
+/** A copy of the compiled tree whose src/ is `ref`'s, transpiled file by file. */
+function buildBefore(): void {
+  rmSync(oldBuild, { recursive: true, force: true });
+  cpSync(BUILD_DIR, oldBuild, { recursive: true });
+  rmSync(join(oldBuild, 'src'), { recursive: true, force: true });
+  const git = (...args: string[]): string => execFileSync('git', args, { encoding: 'utf8', maxBuffer: 64 << 20 });
+  for (const f of git('ls-tree', '-r', '--name-only', ref, 'src').split('\n').filter((n) => n.endsWith('.ts') && !n.endsWith('.test.ts'))) {
+    const out = ts.transpileModule(git('show', `${ref}:${f}`), {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    });
+    const dest = join(oldBuild, f.replace(/\.ts$/, '.js'));
+    mkdirSync(dirname(dest), { recursive: true });
+    writeFileSync(dest, out.outputText);
+  }
 }
-const redis = await spawnRedis();
-const servers: Server[] = [];
-try {
-  const relay = await startNodeServer('relay', 'relay.ts');
-  servers.push(relay);
-  const env = { BENCH_UPSTREAM: `http://127.0.0.1:${relay.info.port as number}`, BENCH_REDIS_URL: redis.url };
-  const vs: Array<{ id: string; s: Server }> = [];
-  const add = async (id: string, script: string, path?: string): Promise<void> => {
-    const s = await startNodeServer(id, script, { env, ...(path ? { path } : {}) });
-    servers.push(s);
-    vs.push({ id, s });
-  };
-  await add('bare', 'bare.ts');
-  await add('sluice-before', 'sluice.ts', join(oldBuild, 'bench', 'servers', 'sluice.js'));
-  await add('sluice-after', 'sluice.ts');
+
+await benchSession(async ({ redis, start }) => {
+  buildBefore();
+  try {
+    await compare(redis.url, start);
+  } finally {
+    rmSync(oldBuild, { recursive: true, force: true });
+  }
+});
+process.exit(0);
+
+async function compare(redisUrl: string, start: BenchSession['start']): Promise<void> {
+  const env = { BENCH_REDIS_URL: redisUrl };
+  const vs: Array<{ id: string; s: Server }> = [
+    { id: 'bare', s: await start('bare', 'bare.ts', { env }) },
+    { id: 'sluice-before', s: await start('sluice-before', 'sluice.ts', { env, path: join(oldBuild, 'bench', 'servers', 'sluice.js') }) },
+    { id: 'sluice-after', s: await start('sluice-after', 'sluice.ts', { env }) },
+  ];
   const go = (v: { s: Server }, secs: number) =>
     wrk({ url: `http://127.0.0.1:${v.s.info.port as number}${process.env.AB_PATH ?? '/v1/chat/completions'}`, connections: 32, seconds: secs, body, keys: (v.s.info.keys as string[] | undefined) ?? ['sk-x'] });
   for (const v of vs) await go(v, 2);
@@ -65,9 +71,4 @@ try {
     const ratio = med(xs.map((x, i) => x.rps / bare[i]!.rps));
     console.log(`${id.padEnd(14)} median ${med(xs.map((x) => x.rps)).toFixed(0)} req/s, ${med(xs.map((x) => x.us)).toFixed(0)} µs/req CPU, ${ratio.toFixed(2)} of bare`);
   }
-} finally {
-  await Promise.all(servers.map((s) => s.stop()));
-  await redis.kill();
-  rmSync(oldBuild, { recursive: true, force: true });
 }
-process.exit(0);

@@ -9,26 +9,15 @@
  * RedisStore; each PING is written on its own); between "+ decision" and sluice, everything else
  * sluice does on the free path.
  */
-import { spawnRedis } from '../../test/support/redis.js';
 import { alternate, printAgainst, type Contender } from '../lib/alternate.js';
-import { compile, startNodeServer, type Server } from '../lib/proc.js';
+import { benchSession } from '../lib/session.js';
 
 const rounds = Number(process.argv[2] ?? 5);
 const seconds = Number(process.argv[3] ?? 3);
 const body = JSON.stringify({ model: 'vend-flash-free', messages: [{ role: 'user', content: 'Say hello.' }] });
 
-await compile();
-const redis = await spawnRedis();
-const servers: Server[] = [];
-try {
-  const relay = await startNodeServer('relay', 'relay.ts');
-  servers.push(relay);
-  const up = { BENCH_UPSTREAM: `http://127.0.0.1:${relay.info.port as number}` };
-  const add = async (id: string, script: string, env: Record<string, string>): Promise<Contender> => {
-    const server = await startNodeServer(id, script, { env: { ...up, ...env } });
-    servers.push(server);
-    return { id, server };
-  };
+await benchSession(async ({ redis, start }) => {
+  const add = async (id: string, script: string, env: Record<string, string>): Promise<Contender> => ({ id, server: await start(id, script, { env }) });
   const vs = [
     await add('bare', 'bare.ts', {}),
     await add('bare + ping', 'bare.ts', { BENCH_DECISION_REDIS_URL: redis.url, BENCH_DECISION: 'ping' }),
@@ -38,8 +27,5 @@ try {
   // Every variant rotates over sluice's keys, so the decisions spread over its 256 users alike.
   const keys = vs[3]!.server.info.keys as string[];
   printAgainst(await alternate(vs, { rounds, seconds, body, keys, require2xx: true }), 'bare');
-} finally {
-  await Promise.all(servers.map((s) => s.stop()));
-  await redis.kill();
-}
+});
 process.exit(0);

@@ -3,24 +3,18 @@
  * bare http-proxy and sluice (paid path, Redis store), next to the client's p50/p99, alternating:
  *   npx tsx bench/tools/pauses.ts [rate=half of bare's max] [rounds=4] [seconds=4]
  */
-import { spawnRedis } from '../../test/support/redis.js';
-import { compile, startNodeServer, type Server } from '../lib/proc.js';
+import type { Server } from '../lib/proc.js';
+import { benchSession } from '../lib/session.js';
 import { atRate } from '../lib/rate.js';
 import { wrk } from '../lib/wrk.js';
 
 const rounds = Number(process.argv[3] ?? 4);
 const seconds = Number(process.argv[4] ?? 4);
 const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
-await compile();
-const redis = await spawnRedis();
-const servers: Server[] = [];
-try {
-  const relay = await startNodeServer('relay', 'relay.ts');
-  servers.push(relay);
-  const env = { BENCH_UPSTREAM: `http://127.0.0.1:${relay.info.port as number}`, BENCH_LOOP_STATS: '1' };
-  const bare = await startNodeServer('bare', 'bare.ts', { env });
-  const sluice = await startNodeServer('sluice', 'sluice.ts', { env: { ...env, BENCH_REDIS_URL: redis.url } });
-  servers.push(bare, sluice);
+await benchSession(async ({ redis, start }) => {
+  const env = { BENCH_LOOP_STATS: '1' };
+  const bare = await start('bare', 'bare.ts', { env });
+  const sluice = await start('sluice', 'sluice.ts', { env: { ...env, BENCH_REDIS_URL: redis.url } });
   const vs = [
     { name: 'bare', s: bare, keys: ['sk-' + 'x'.repeat(48)] },
     { name: 'sluice', s: sluice, keys: sluice.info.keys as string[] },
@@ -43,8 +37,5 @@ try {
       console.log(`${r} ${v.name.padEnd(7)} p50 ${res.p50.toFixed(2)} p99 ${res.p99.toFixed(2)} max ${res.max.toFixed(2)} ms  ${await stats(v.s)}`);
     }
   }
-} finally {
-  await Promise.all(servers.map((s) => s.stop()));
-  await redis.kill();
-}
+});
 process.exit(0);
