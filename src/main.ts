@@ -5,6 +5,7 @@
 import { createSluice } from './app.js';
 import { loadConfig, type Config } from './config.js';
 import { ConfigError } from './errors.js';
+import { missingNodeFlags } from './node-flags.js';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -20,6 +21,8 @@ async function main(): Promise<void> {
   const file = process.env.SLUICE_CONFIG;
   const sluice = createSluice({ config, configFile: file ? { path: file, env: process.env } : undefined });
   await sluice.listen();
+  const missing = missingNodeFlags();
+  if (missing.length) sluice.log.warn({ missing }, 'started without the Node flags sluice is meant to run with (see src/node-flags.ts): the request path may run about 10 % slower');
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { execForm, last, readDockerfile, type Stage } from './dockerfile.js';
 import { existsInRepo, ROOT } from './k8s.js';
+import { NODE_FLAGS } from '../../src/node-flags.js';
 
 const NODE_20 = /^node:20(?:\.\d+){0,2}-(?:slim|alpine)(?:\d+(?:\.\d+)*)?(?:@sha256:[0-9a-f]{64})?$/;
 
@@ -59,9 +60,9 @@ describe('Dockerfile', () => {
     if (lastRun) expect(user!.line).toBeGreaterThan(lastRun.line);
   });
 
-  it('starts the compiled program with node, in exec form, from the WORKDIR the dist/ is copied to', () => {
+  it('starts the compiled program with node and the Node flags sluice runs with, in exec form, from the WORKDIR the dist/ is copied to', () => {
     expect(last(runtime, 'ENTRYPOINT')).toBeUndefined();
-    expect(execForm(last(runtime, 'CMD')?.args ?? '')).toEqual(['node', 'dist/main.js']);
+    expect(execForm(last(runtime, 'CMD')?.args ?? '')).toEqual(['node', ...NODE_FLAGS, 'dist/main.js']);
     expect(last(runtime, 'WORKDIR')?.args).toBe('/app');
     // `npm run build` writes dist/main.js from src/main.ts.
     expect(existsInRepo('src/main.ts')).toBe(true);

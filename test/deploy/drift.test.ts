@@ -23,6 +23,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import { startRelayStandin, type RelayStandin } from '../../src/demo/relay.js';
+import { NODE_FLAGS } from '../../src/node-flags.js';
 import { effectiveArgv, last, readDockerfile, stageEnv } from './dockerfile.js';
 import {
   configMount,
@@ -50,12 +51,14 @@ function secretTestValues(): Record<string, string> {
 }
 
 /** `node dist/x.js ...` → `node --import tsx src/x.ts ...`; anything else is refused. */
-function toDev(argv: string[]): string[] {
-  const [bin, script, ...rest] = argv;
+function toDev(argv: string[]): { args: string[]; entry: string } {
+  const [bin, ...rest] = argv;
   if (bin !== 'node') throw new Error(`the container runs ${JSON.stringify(argv)}, not node`);
-  const m = /^(?:\.\/)?dist\/(.+)\.js$/.exec(script ?? '');
-  if (!m) throw new Error(`the container runs ${JSON.stringify(script)}, not a dist/*.js file`);
-  return ['--import', 'tsx', `src/${m[1]}.ts`, ...rest];
+  const at = rest.findIndex((a) => !a.startsWith('-'));
+  const m = /^(?:\.\/)?dist\/(.+)\.js$/.exec(rest[at] ?? '');
+  if (!m) throw new Error(`the container runs ${JSON.stringify(rest[at])}, not a dist/*.js file`);
+  const entry = `src/${m[1]}.ts`;
+  return { args: [...rest.slice(0, at), '--import', 'tsx', entry, ...rest.slice(at + 1)], entry };
 }
 
 /** The container's environment as Kubernetes would set it, Secret values replaced by test values. */
@@ -173,14 +176,15 @@ async function launchFromManifests(dir: string): Promise<Launched> {
   // Command: what the container runs (manifest command/args over the image's ENTRYPOINT/CMD).
   const runtime = readDockerfile().at(-1)!;
   const argv = effectiveArgv(runtime, sidecar.command, sidecar.args);
-  expect(argv).toEqual(['node', 'dist/main.js']);
+  // The Node flags production runs with (src/node-flags.ts), then the compiled entry.
+  expect(argv).toEqual(['node', ...NODE_FLAGS, 'dist/main.js']);
   // The image alone would run the same.
   expect(effectiveArgv(runtime, undefined, undefined)).toEqual(argv);
   expect(sidecar.workingDir ?? last(runtime, 'WORKDIR')?.args).toBe('/app');
-  const devArgs = toDev(argv);
-  // The mapping changes the entry file and adds the loader, nothing else.
-  expect(['node', devArgs[2]!.replace(/^src\/(.+)\.ts$/, 'dist/$1.js'), ...devArgs.slice(3)]).toEqual(argv);
-  expect(existsInRepo(devArgs[2]!)).toBe(true);
+  const { args: devArgs, entry } = toDev(argv);
+  // The mapping puts the loader before the entry and swaps dist/<x>.js for src/<x>.ts, nothing else.
+  expect(devArgs).toEqual([...NODE_FLAGS, '--import', 'tsx', 'src/main.ts']);
+  expect(existsInRepo(entry)).toBe(true);
 
   // Environment: the image's ENV, then the container's env.
   const { env: manifestEnv, fromSecrets } = containerEnv(objects, sidecar);

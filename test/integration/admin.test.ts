@@ -1,7 +1,9 @@
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ADMIN_TOKEN, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
+import { NODE_FLAGS } from '../../src/node-flags.js';
 import { freePort, uniquePrefix } from '../support/redis.js';
 
 const run = promisify(execFile);
@@ -101,6 +103,12 @@ describe('the sluice command line', () => {
   const cli = (args: string[], env: Record<string, string> = {}) =>
     run('node', ['bin/sluice.js', ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
 
+  it('runs as an executable through its shebang, which carries the Node flags sluice is meant to run with', async () => {
+    const shebang = readFileSync('bin/sluice.js', 'utf8').split('\n')[0];
+    expect(shebang).toBe(`#!/usr/bin/env -S node ${NODE_FLAGS.join(' ')}`);
+    expect((await run('./bin/sluice.js', ['--help'], { encoding: 'utf8' })).stdout).toContain('sluice start');
+  });
+
   it('creates, lists and deletes keys against Redis', async () => {
     const env = { SLUICE_REDIS_URL: inject('redisUrl') };
     const user = `cli-${process.pid}-${Date.now()}`;
@@ -156,10 +164,11 @@ describe('npm start', () => {
     });
   });
 
-  it('warns that the embedded store is for one replica, serves, and exits 0 on SIGTERM', async () => {
+  /** Starts `node <args>` with a local config, waits for 'sluice listening', runs `check` on its stdout, then SIGTERMs it. */
+  async function started(args: string[], check: (out: string, ports: { port: number; adminPort: number }) => Promise<void>): Promise<number | null> {
     const port = await freePort();
     const adminPort = await freePort();
-    const child = spawn('node', ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawn('node', args, {
       env: { ...process.env, SLUICE_UPSTREAM_URL: 'http://127.0.0.1:9', SLUICE_PORT: String(port), SLUICE_ADMIN_PORT: String(adminPort), SLUICE_HOST: '127.0.0.1' },
     });
     let out = '';
@@ -167,14 +176,36 @@ describe('npm start', () => {
     try {
       const deadline = Date.now() + 15_000;
       while (Date.now() < deadline && !out.includes('sluice listening')) await new Promise((r) => setTimeout(r, 100));
-      expect(out).toMatch(/embedded in-process store.*one replica/);
-      expect((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status).toBe(200);
-      expect((await fetch(`http://127.0.0.1:${port}/v1/models`)).status).toBe(401);
+      await check(out, { port, adminPort });
       const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
       child.kill('SIGTERM');
-      expect(await exit).toBe(0);
+      return await exit;
     } finally {
       child.kill('SIGKILL');
     }
+  }
+
+  it('runs with the Node flags sluice is meant to run with, warns that the embedded store is for one replica, serves, and exits 0 on SIGTERM', async () => {
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> };
+    const [bin, ...args] = pkg.scripts.start!.split(' ');
+    expect(bin).toBe('node');
+    expect(args).toEqual([...NODE_FLAGS, '--import', 'tsx', 'src/main.ts']);
+    const code = await started(args, async (out, { port, adminPort }) => {
+      expect(out).toMatch(/embedded in-process store.*one replica/);
+      expect(out).not.toContain('Node flags');
+      expect((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${port}/v1/models`)).status).toBe(401);
+    });
+    expect(code).toBe(0);
+  });
+
+  it('says which Node flags are missing when started without them, and serves anyway', async () => {
+    const code = await started(['--import', 'tsx', 'src/main.ts'], async (out, { adminPort }) => {
+      const line = out.split('\n').find((l) => l.includes('Node flags'));
+      expect(line, out).toBeDefined();
+      expect((JSON.parse(line!) as { missing: string[] }).missing).toEqual([...NODE_FLAGS]);
+      expect((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status).toBe(200);
+    });
+    expect(code).toBe(0);
   });
 });

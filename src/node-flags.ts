@@ -1,0 +1,21 @@
+/**
+ * The Node flags sluice's process is started with wherever it runs for real: the image's CMD, the
+ * Deployment's command, `npm start`, `bin/sluice.js`, and every server the benchmark starts.
+ * test/deploy checks each of those places; `main.ts` warns when it was started without them.
+ * V8 takes these only on the command line (not from NODE_OPTIONS, not from `v8.setFlagsFromString`
+ * once the heap exists).
+ *
+ * `--no-memory-reducer`: V8's memory reducer runs full garbage collections once a process falls
+ * idle, to give memory back. On a sidecar that has started but has had no traffic yet (every new
+ * Pod, until clients arrive) it left the request path about 10 % slower for the rest of the
+ * process's life: 60-62 µs of CPU per paid call against 55 with the flag, in the same run
+ * (`npx tsx bench/tools/idle-start.ts`). A process that had traffic first was not affected, nor
+ * was bare http-proxy. The price: a heap that grew under load is not shrunk while the process is
+ * idle; it is collected as usual as soon as it allocates again.
+ */
+export const NODE_FLAGS: readonly string[] = ['--no-memory-reducer'];
+
+/** The flags of NODE_FLAGS this process was not started with. */
+export function missingNodeFlags(execArgv: readonly string[] = process.execArgv): string[] {
+  return NODE_FLAGS.filter((f) => !execArgv.includes(f));
+}
