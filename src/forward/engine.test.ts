@@ -24,10 +24,10 @@ describe('the upstream agent', () => {
     closers.push(() => agent.destroy());
     // What Node's Agent holds for the socket's life is what it opens the connection with.
     const opened: Array<Record<string, unknown>> = [];
-    const opener = agent as unknown as { createConnection: (o: Record<string, unknown>, cb: unknown) => net.Socket };
+    const opener = agent as unknown as { createConnection: (o: net.NetConnectOpts, cb: () => void) => net.Socket };
     opener.createConnection = (o, cb) => {
       opened.push({ ...o });
-      return net.createConnection(o as net.NetConnectOpts, cb as () => void);
+      return net.createConnection(o, cb);
     };
     const proxy = createProxyEngine('http-proxy', { agent, changeOrigin: true, xfwd: false, ws: false });
     const port = await listen((req, res) => proxy.web(req, res, { target: engineTarget(upstream) }));
