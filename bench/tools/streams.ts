@@ -1,6 +1,8 @@
 /**
  * Memory per open SSE stream through sluice: `npx tsx bench/tools/streams.ts [count...]`.
  * Prints sluice's RSS and V8 heap (from its /metrics) idle and with the streams open.
+ * STREAMS_PLAIN=1: without the production Node flags (src/node-flags.ts); STREAMS_SETTLE_SECONDS=N:
+ * also read RSS N s after the streams closed (what an idle process gives back).
  */
 import { spawnRedis } from '../../test/support/redis.js';
 import { compile, memoryMb, startNodeServer } from '../lib/proc.js';
@@ -20,7 +22,10 @@ async function heap(adminPort: number | undefined): Promise<string> {
 try {
   for (const n of counts.length ? counts : [1000, 5000]) {
     const bare = process.env.STREAMS_SERVER === 'bare';
-    const s = await startNodeServer(bare ? 'bare' : 'sluice', bare ? 'bare.ts' : 'sluice.ts', { env: { BENCH_UPSTREAM: up, BENCH_REDIS_URL: redis.url, ...(process.env.STREAMS_NODE_OPTIONS ? { NODE_OPTIONS: process.env.STREAMS_NODE_OPTIONS } : {}) } });
+    const s = await startNodeServer(bare ? 'bare' : 'sluice', bare ? 'bare.ts' : 'sluice.ts', {
+      env: { BENCH_UPSTREAM: up, BENCH_REDIS_URL: redis.url, ...(process.env.STREAMS_NODE_OPTIONS ? { NODE_OPTIONS: process.env.STREAMS_NODE_OPTIONS } : {}) },
+      ...(process.env.STREAMS_PLAIN === '1' ? { nodeFlags: [] } : {}),
+    });
     const port = s.info.port as number;
     const admin = s.info.adminPort as number | undefined;
     await timeStream({ port, mode: 'ttfe', key: (s.info.keys as string[] | undefined)?.[0] ?? 'sk-x' });
@@ -37,6 +42,11 @@ try {
     h.close();
     await new Promise((r) => setTimeout(r, 1000));
     console.log(`closed: rss ${memoryMb(s.pid).rss.toFixed(0)} MB ${await heap(admin)}`);
+    const settle = Number(process.env.STREAMS_SETTLE_SECONDS ?? 0);
+    if (settle > 0) {
+      await new Promise((r) => setTimeout(r, settle * 1000));
+      console.log(`${settle} s later: rss ${memoryMb(s.pid).rss.toFixed(0)} MB ${await heap(admin)}`);
+    }
     await s.stop();
   }
 } finally {
