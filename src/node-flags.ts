@@ -1,14 +1,16 @@
 /**
  * The Node flags sluice's process is started with wherever it runs for real: the image's CMD, the
- * Deployment's command, `npm start`, `bin/sluice.js`, and every server the benchmark starts.
- * test/deploy checks each of those places; `main.ts` warns when it was started without them.
+ * Deployment's command, `npm start`, `npm run sluice`, `bin/sluice.js`, and every server the
+ * benchmark starts (bench/lib/proc.ts). test/deploy checks the image and the Deployment, and
+ * test/integration/admin.test.ts `npm start` and `bin/sluice.js`; `main.ts` warns when it was
+ * started without them.
  * V8 takes these only on the command line (not from NODE_OPTIONS, not from `v8.setFlagsFromString`
  * once the heap exists).
  *
  * `--no-memory-reducer`: V8's memory reducer runs full garbage collections once a process falls
  * idle, to give memory back. On a sidecar that has started but has had no traffic yet (every new
  * Pod, until clients arrive) it left the request path about 10 % slower for the rest of the
- * process's life: 60-62 µs of CPU per paid call against 55 with the flag, in the same run
+ * process's life: 60-62 µs of CPU per paid call against 53-55 with the flag, in the same run
  * (`npx tsx bench/tools/idle-start.ts`). A process that had traffic first was not affected, nor
  * was bare http-proxy. The price: what a burst took is not given back while the process idles,
  * only when a later collection runs (after 5,000 streams closed, RSS stayed at 209 MB for 40 s,

@@ -3,7 +3,8 @@
  * http-proxy, alternating: `npx tsx bench/tools/node-flags.ts [rounds=4] [seconds=4]`.
  * FLAGS='{"name":["--flag",...],...}' replaces the default set (a 1 MB semi-space; the same plus
  * --optimize-for-size). Pair with `bench/tools/streams.ts` (STREAMS_NODE_OPTIONS) for what the
- * same flags save in RSS.
+ * same flags save in RSS. Every server also carries the production flags (src/node-flags.ts):
+ * "default" means those alone.
  */
 import { alternate, printAgainst, type Contender } from '../lib/alternate.js';
 import { benchSession } from '../lib/session.js';

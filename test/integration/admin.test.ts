@@ -103,10 +103,12 @@ describe('the sluice command line', () => {
   const cli = (args: string[], env: Record<string, string> = {}) =>
     run('node', ['bin/sluice.js', ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
 
-  it('runs as an executable through its shebang, which carries the Node flags sluice is meant to run with', async () => {
+  it('runs as an executable through its shebang, which carries the Node flags sluice is meant to run with, as npm run sluice does', async () => {
     const shebang = readFileSync('bin/sluice.js', 'utf8').split('\n')[0];
     expect(shebang).toBe(`#!/usr/bin/env -S node ${NODE_FLAGS.join(' ')}`);
     expect((await run('./bin/sluice.js', ['--help'], { encoding: 'utf8' })).stdout).toContain('sluice start');
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> };
+    expect(pkg.scripts.sluice).toBe(`node ${NODE_FLAGS.join(' ')} --import tsx src/cli.ts`);
   });
 
   it('creates, lists and deletes keys against Redis', async () => {
