@@ -18,7 +18,8 @@
  */
 export const NODE_FLAGS: readonly string[] = ['--no-memory-reducer'];
 
-/** The flags of NODE_FLAGS this process was not started with. */
+/** The flags of NODE_FLAGS this process was not started with (V8 reads `_` in a flag name as `-`). */
 export function missingNodeFlags(execArgv: readonly string[] = process.execArgv): string[] {
-  return NODE_FLAGS.filter((f) => !execArgv.includes(f));
+  const given = new Set(execArgv.map((a) => a.replace(/_/g, '-')));
+  return NODE_FLAGS.filter((f) => !given.has(f));
 }
