@@ -17,6 +17,7 @@ import { createGateway } from './gateway.js';
 import { GuardedLimits } from './limits/guard.js';
 import { createLogger } from './log.js';
 import { Metrics } from './metrics/index.js';
+import { CHECK_EVERY_MS, exposedGc, IdleCollector } from './idle-gc.js';
 import { applyReload, buildPolicy, type Policy } from './policy.js';
 import { MemoryStore } from './store/memory.js';
 import { RedisStore, redisStoreOptions } from './store/redis.js';
@@ -33,6 +34,11 @@ export interface SluiceOptions {
   configFile?: { path: string; env: NodeJS.ProcessEnv; pollMs?: number };
   /** Collect Node process metrics (off in tests that start many instances). */
   processMetrics?: boolean;
+  /**
+   * The idle collection (src/idle-gc.ts): by default `globalThis.gc` when Node runs with
+   * `--expose-gc` (src/node-flags.ts), with the thresholds there; tests supply their own.
+   */
+  idleGc?: { collect: () => void; minRequests?: number; idleMs?: number; checkEveryMs?: number };
 }
 
 export interface Sluice {
@@ -65,6 +71,14 @@ export function createSluice(opts: SluiceOptions): Sluice {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);
   const metrics = new Metrics({ processMetrics: opts.processMetrics });
+  const idleGcOpts = opts.idleGc ?? (exposedGc() ? { collect: exposedGc()! } : undefined);
+  let idleTimer: NodeJS.Timeout | undefined;
+  if (idleGcOpts) {
+    const idle = new IdleCollector({ served: () => metrics.served, ...idleGcOpts });
+    idleTimer = setInterval(() => {
+      if (idle.tick(clock.now())) log.debug({ heapUsedMB: Math.round(process.memoryUsage().heapUsed / 1048576) }, 'idle after traffic: garbage collected');
+    }, idleGcOpts.checkEveryMs ?? CHECK_EVERY_MS).unref();
+  }
   const store = opts.store ?? createStore(config, log);
   const limits = new GuardedLimits(store, metrics, () => config.limits.onStoreError);
   let policy: Policy = buildPolicy(config, limits, clock);
@@ -190,6 +204,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
       closed = true;
       draining = true;
       watcher?.stop();
+      clearInterval(idleTimer);
       publicServer.closeAllConnections();
       adminServer.closeAllConnections();
       await Promise.all([stopListening(publicServer), stopListening(adminServer)]);

@@ -12,11 +12,13 @@
  * Pod, until clients arrive) it left the request path about 10 % slower for the rest of the
  * process's life: 60-62 µs of CPU per paid call against 53-55 with the flag, in the same run
  * (`npx tsx bench/tools/idle-start.ts`). A process that had traffic first was not affected, nor
- * was bare http-proxy. The price: what a burst took is not given back while the process idles,
- * only when a later collection runs (after 5,000 streams closed, RSS stayed at 209 MB for 40 s,
- * against 96 MB without the flag: `STREAMS_SETTLE_SECONDS=40 npx tsx bench/tools/streams.ts 5000`).
+ * was bare http-proxy. Without the reducer, what a burst took is not given back while the process
+ * idles (after 5,000 streams closed, RSS stayed at 209 MB for 40 s, against 96 MB with it).
+ *
+ * `--expose-gc`: so that sluice can run that collection itself once traffic has come and gone,
+ * when it is harmless (src/idle-gc.ts).
  */
-export const NODE_FLAGS: readonly string[] = ['--no-memory-reducer'];
+export const NODE_FLAGS: readonly string[] = ['--no-memory-reducer', '--expose-gc'];
 
 /** The flags of NODE_FLAGS this process was not started with (V8 reads `_` in a flag name as `-`). */
 export function missingNodeFlags(execArgv: readonly string[] = process.execArgv): string[] {

@@ -72,7 +72,11 @@ export class Metrics {
     return m;
   }
 
+  /** Requests handled since start, whatever their outcome (the idle collector watches it). */
+  served = 0;
+
   countRequest(family: RouteFamily, outcome: string): void {
+    this.served++;
     this.requestCells(`${family} ${outcome}`).value++;
   }
 

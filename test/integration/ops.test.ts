@@ -206,6 +206,34 @@ describe('accessLog: errors', () => {
   });
 });
 
+describe('the idle collection', () => {
+  let h: Harness;
+  let collections = 0;
+  beforeAll(async () => {
+    h = await startHarness({ store: 'memory', idleGc: { collect: () => collections++, minRequests: 3, idleMs: 300, checkEveryMs: 50 } });
+  });
+  afterAll(() => h.close());
+
+  it('collects once the process has served enough requests and gone quiet, never before its traffic, and not again until traffic returns', async () => {
+    const { key } = await h.createKey('idle');
+    const call = () => request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash"}' });
+    await sleep(500);
+    expect(collections).toBe(0); // idle since start, nothing served
+    await call();
+    await call();
+    await sleep(500);
+    expect(collections).toBe(0); // quiet, but fewer requests than the minimum
+    await call();
+    await sleep(600);
+    expect(collections).toBe(1);
+    await sleep(400);
+    expect(collections).toBe(1); // still quiet: nothing new to give back
+    await call();
+    await sleep(600);
+    expect(collections).toBe(2);
+  });
+});
+
 describe('shadow mode', () => {
   let h: Harness;
   beforeAll(async () => {

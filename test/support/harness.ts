@@ -4,7 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll, inject } from 'vitest';
 import pino from 'pino';
-import { createSluice, createStore, type Sluice } from '../../src/app.js';
+import { createSluice, createStore, type Sluice, type SluiceOptions } from '../../src/app.js';
 import { ManualClock, systemClock, type Clock } from '../../src/clock.js';
 import { buildConfig, type Config } from '../../src/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -47,6 +47,7 @@ export interface HarnessOptions {
   log?: import('pino').Logger;
   /** Build the store from the config as npm start does (Sentinel, Cluster). */
   storeFromConfig?: boolean;
+  idleGc?: SluiceOptions['idleGc'];
 }
 
 export async function startHarness(opts: HarnessOptions): Promise<Harness> {
@@ -79,7 +80,7 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
     store = new MemoryStore();
   }
   const log = opts.log ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const sluice = createSluice({ config, clock, store, log, processMetrics: false, configFile: opts.configFile });
+  const sluice = createSluice({ config, clock, store, log, processMetrics: false, configFile: opts.configFile, idleGc: opts.idleGc });
   const { port, adminPort } = await sluice.listen();
   const url = `http://127.0.0.1:${port}`;
   const adminUrl = `http://127.0.0.1:${adminPort}`;

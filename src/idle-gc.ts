@@ -1,0 +1,60 @@
+/**
+ * Gives memory back once traffic has come and gone. sluice runs with V8's memory reducer off
+ * (src/node-flags.ts): a full collection before the request path has served a few hundred
+ * requests leaves the process about 10 % slower for good, and the reducer runs one in every fresh,
+ * idle process. Without it, what a burst took stays in use while the process idles (209 MB of RSS
+ * after 5,000 streams closed). A full collection after traffic is harmless (after 200 requests:
+ * 57.3 µs per request against 57.8 with none; after 20: 64.3), so this runs one when the process
+ * has served enough requests and then gone quiet.
+ */
+
+/** Requests served before a collection is allowed: five times what measured harmless. */
+export const MIN_REQUESTS_BEFORE_COLLECTING = 1000;
+/** How long no request may arrive before the process counts as idle. */
+export const IDLE_MS = 30_000;
+/** How often idleness is checked. */
+export const CHECK_EVERY_MS = 5_000;
+
+export interface IdleCollectorOptions {
+  /** Requests handled since start (a count that only grows). */
+  served: () => number;
+  /** A full garbage collection (`globalThis.gc` under `--expose-gc`). */
+  collect: () => void;
+  minRequests?: number;
+  idleMs?: number;
+}
+
+export class IdleCollector {
+  private lastCount = 0;
+  private quietSince: number | null = null;
+  /** Nothing new was served since the last collection (or since start): nothing to give back. */
+  private settled = true;
+  private readonly minRequests: number;
+  private readonly idleMs: number;
+
+  constructor(private readonly opts: IdleCollectorOptions) {
+    this.minRequests = opts.minRequests ?? MIN_REQUESTS_BEFORE_COLLECTING;
+    this.idleMs = opts.idleMs ?? IDLE_MS;
+  }
+
+  /** Called every CHECK_EVERY_MS; returns true when it collected. */
+  tick(now: number): boolean {
+    const count = this.opts.served();
+    if (count !== this.lastCount) {
+      this.lastCount = count;
+      this.quietSince = now;
+      this.settled = false;
+      return false;
+    }
+    if (this.settled || count < this.minRequests || this.quietSince === null || now - this.quietSince < this.idleMs) return false;
+    this.settled = true;
+    this.opts.collect();
+    return true;
+  }
+}
+
+/** The full collection Node exposes under `--expose-gc`, if it was started with it. */
+export function exposedGc(): (() => void) | undefined {
+  const gc = (globalThis as { gc?: unknown }).gc;
+  return typeof gc === 'function' ? () => (gc as () => void)() : undefined;
+}
