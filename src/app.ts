@@ -74,7 +74,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
   const idleGcOpts = opts.idleGc ?? (exposedGc() ? { collect: exposedGc()! } : undefined);
   let idleTimer: NodeJS.Timeout | undefined;
   if (idleGcOpts) {
-    const idle = new IdleCollector({ served: () => metrics.served, ...idleGcOpts });
+    const idle = new IdleCollector({ served: () => metrics.served, inflight: () => metrics.inflight.value, ...idleGcOpts });
     idleTimer = setInterval(() => {
       if (idle.tick(clock.now())) log.debug({ heapUsedMB: Math.round(process.memoryUsage().heapUsed / 1048576) }, 'idle after traffic: garbage collected');
     }, idleGcOpts.checkEveryMs ?? CHECK_EVERY_MS).unref();

@@ -3,11 +3,13 @@ import { IdleCollector } from './idle-gc.js';
 
 function collector(minRequests = 1000, idleMs = 30_000) {
   let served = 0;
+  let open = 0;
   let collections = 0;
-  const c = new IdleCollector({ served: () => served, collect: () => collections++, minRequests, idleMs });
+  const c = new IdleCollector({ served: () => served, inflight: () => open, collect: () => collections++, minRequests, idleMs });
   return {
     c,
     serve: (n: number) => (served += n),
+    setOpen: (n: number) => (open = n),
     get collections() {
       return collections;
     },
@@ -39,6 +41,21 @@ describe('IdleCollector', () => {
     expect(t.collections).toBe(1);
     t.c.tick(335_000);
     expect(t.collections).toBe(2);
+  });
+
+  it('never collects while a request is in flight (an open stream counts as served only when it ends)', () => {
+    const t = collector();
+    t.serve(5_000);
+    t.setOpen(3);
+    for (let now = 0; now <= 300_000; now += 5_000) t.c.tick(now);
+    expect(t.collections).toBe(0);
+    // The quiet spell starts at the last check that saw a request open (300 s).
+    t.setOpen(0);
+    t.c.tick(305_000);
+    t.c.tick(325_000);
+    expect(t.collections).toBe(0);
+    t.c.tick(330_000);
+    expect(t.collections).toBe(1);
   });
 
   it('waits while requests keep arriving', () => {

@@ -72,11 +72,13 @@ export class Metrics {
     return m;
   }
 
-  /** Requests handled since start, whatever their outcome (the idle collector watches it). */
+  /**
+   * Calls the relay answered since start, counted as they end: the idle collector's measure of
+   * traffic, the kind its threshold was measured with (refusals do not run the whole path).
+   */
   served = 0;
 
   countRequest(family: RouteFamily, outcome: string): void {
-    this.served++;
     this.requestCells(`${family} ${outcome}`).value++;
   }
 
@@ -85,6 +87,7 @@ export class Metrics {
   }
 
   observeRelay(family: RouteFamily, seconds: number): void {
+    this.served++;
     this.relayCells(family).observe(seconds);
   }
 

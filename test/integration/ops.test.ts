@@ -224,12 +224,12 @@ describe('the idle collection', () => {
     await sleep(500);
     expect(collections).toBe(0); // quiet, but fewer requests than the minimum
     await call();
-    await sleep(600);
+    await sleep(1000);
     expect(collections).toBe(1);
     await sleep(400);
     expect(collections).toBe(1); // still quiet: nothing new to give back
     await call();
-    await sleep(600);
+    await sleep(1000);
     expect(collections).toBe(2);
   });
 });
