@@ -5,11 +5,11 @@
  *
  * Starts bare http-proxy, then sluices on the paid path (Redis store): `flags-*` with the production
  * flags, `plain-*` without. `*-busy` are warmed as soon as they are up; every other server idles
- * IDLE_SECONDS first. Then all alternate for N rounds. Prints each one's median req/s, server CPU µs
- * per request and its ratio to bare. Found this way: without `--no-memory-reducer`, a sluice that
- * idled first stayed about 10 % slower for its whole life, one warmed at once did not.
+ * IDLE_SECONDS first. Then all alternate for N rounds (bench/lib/alternate.ts), printed against
+ * bare. Found this way: without `--no-memory-reducer`, a sluice that idled first stayed about 10 %
+ * slower for its whole life, one warmed at once did not.
  */
-import { measureWhile, type Server } from '../lib/proc.js';
+import { alternate, printAgainst, type Contender } from '../lib/alternate.js';
 import { benchSession } from '../lib/session.js';
 import { wrk } from '../lib/wrk.js';
 
@@ -20,13 +20,14 @@ const body = JSON.stringify({ model: process.env.AB_MODEL ?? 'gpt-4o-mini', mess
 
 await benchSession(async ({ redis, start }) => {
   const env = { BENCH_REDIS_URL: redis.url };
-  const go = (s: Server, secs: number) =>
-    wrk({ url: `http://127.0.0.1:${s.info.port as number}/v1/chat/completions`, connections: 32, seconds: secs, body, keys: (s.info.keys as string[] | undefined) ?? ['sk-x'] });
-  const vs: Array<{ id: string; s: Server }> = [{ id: 'bare', s: await start('bare', 'bare.ts', { env }) }];
+  const vs: Contender[] = [{ id: 'bare', server: await start('bare', 'bare.ts', { env }) }];
   const add = async (id: string, plain: boolean, busy: boolean): Promise<void> => {
-    const s = await start(id, 'sluice.ts', { env, ...(plain ? { nodeFlags: [] } : {}) });
-    if (busy) await go(s, 2);
-    vs.push({ id, s });
+    const server = await start(id, 'sluice.ts', { env, ...(plain ? { nodeFlags: [] } : {}) });
+    if (busy) {
+      const url = `http://127.0.0.1:${server.info.port as number}/v1/chat/completions`;
+      await wrk({ url, connections: 32, seconds: 2, body, keys: server.info.keys as string[] });
+    }
+    vs.push({ id, server });
   };
   await add('flags-busy', false, true);
   await add('plain-busy', true, true);
@@ -36,20 +37,6 @@ await benchSession(async ({ redis, start }) => {
   await add('plain-idle-2', true, false);
   console.log(`idling ${idleSeconds} s before the first load of the *-idle servers`);
   await new Promise((r) => setTimeout(r, idleSeconds * 1000));
-  for (const v of vs) await go(v.s, 2);
-  const acc = new Map<string, Array<{ rps: number; us: number }>>();
-  for (let r = 0; r < rounds; r++) {
-    // Rotated each round, so no server always runs right after the same one.
-    for (const v of vs.map((_, i) => vs[(i + r) % vs.length]!)) {
-      const { result, usage } = await measureWhile(v.s, () => go(v.s, seconds));
-      (acc.get(v.id) ?? acc.set(v.id, []).get(v.id)!).push({ rps: result.rps, us: (usage.cpuPct / 100 / result.rps) * 1e6 });
-    }
-  }
-  const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const bare = acc.get('bare')!;
-  for (const [id, xs] of acc) {
-    const ratio = med(xs.map((x, i) => x.rps / bare[i]!.rps));
-    console.log(`${id.padEnd(14)} ${med(xs.map((x) => x.rps)).toFixed(0).padStart(6)} req/s  ${med(xs.map((x) => x.us)).toFixed(1).padStart(5)} µs/req  ${ratio.toFixed(3)} of bare  [${xs.map((x) => x.rps.toFixed(0)).join(' ')}]`);
-  }
+  printAgainst(await alternate(vs, { rounds, seconds, body }), 'bare');
 });
 process.exit(0);
