@@ -17,7 +17,7 @@ import { createGateway } from './gateway.js';
 import { GuardedLimits } from './limits/guard.js';
 import { createLogger } from './log.js';
 import { Metrics } from './metrics/index.js';
-import { CHECK_EVERY_MS, exposedGc, IdleCollector } from './idle-gc.js';
+import { exposedGc, startIdleCollection } from './idle-gc.js';
 import { applyReload, buildPolicy, type Policy } from './policy.js';
 import { MemoryStore } from './store/memory.js';
 import { RedisStore, redisStoreOptions } from './store/redis.js';
@@ -71,14 +71,13 @@ export function createSluice(opts: SluiceOptions): Sluice {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);
   const metrics = new Metrics({ processMetrics: opts.processMetrics });
-  const idleGcOpts = opts.idleGc ?? (exposedGc() ? { collect: exposedGc()! } : undefined);
-  let idleTimer: NodeJS.Timeout | undefined;
-  if (idleGcOpts) {
-    const idle = new IdleCollector({ served: () => metrics.served, inflight: () => metrics.inflight.value, ...idleGcOpts });
-    idleTimer = setInterval(() => {
-      if (idle.tick(clock.now())) log.debug({ heapUsedMB: Math.round(process.memoryUsage().heapUsed / 1048576) }, 'idle after traffic: garbage collected');
-    }, idleGcOpts.checkEveryMs ?? CHECK_EVERY_MS).unref();
-  }
+  const gc = exposedGc();
+  const idleGc = opts.idleGc ?? (gc && { collect: gc });
+  const stopIdleCollection = idleGc
+    ? startIdleCollection({ served: () => metrics.served, inflight: () => metrics.inflight.value, ...idleGc }, () => clock.now(), () =>
+        log.debug({ heapUsedMB: Math.round(process.memoryUsage().heapUsed / 1048576) }, 'idle after traffic: garbage collected'),
+      )
+    : undefined;
   const store = opts.store ?? createStore(config, log);
   const limits = new GuardedLimits(store, metrics, () => config.limits.onStoreError);
   let policy: Policy = buildPolicy(config, limits, clock);
@@ -204,7 +203,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
       closed = true;
       draining = true;
       watcher?.stop();
-      clearInterval(idleTimer);
+      stopIdleCollection?.();
       publicServer.closeAllConnections();
       adminServer.closeAllConnections();
       await Promise.all([stopListening(publicServer), stopListening(adminServer)]);

@@ -31,9 +31,10 @@ export interface IdleCollectorOptions {
 
 export class IdleCollector {
   private lastCount = 0;
-  private quietSince: number | null = null;
-  /** Nothing new was served since the last collection (or since start): nothing to give back. */
-  private settled = true;
+  /** When the last check saw a new call or one in flight. */
+  private quietSince = 0;
+  /** `served` at the last collection: when it is unchanged, there is nothing new to give back. */
+  private collectedAt = 0;
   private readonly minRequests: number;
   private readonly idleMs: number;
 
@@ -46,20 +47,31 @@ export class IdleCollector {
   tick(now: number): boolean {
     const count = this.opts.served();
     if (count !== this.lastCount || this.opts.inflight() > 0) {
-      if (count !== this.lastCount) this.settled = false;
       this.lastCount = count;
       this.quietSince = now;
       return false;
     }
-    if (this.settled || count < this.minRequests || this.quietSince === null || now - this.quietSince < this.idleMs) return false;
-    this.settled = true;
+    if (count === this.collectedAt || count < this.minRequests || now - this.quietSince < this.idleMs) return false;
+    this.collectedAt = count;
     this.opts.collect();
     return true;
   }
 }
 
+/**
+ * Checks every `checkEveryMs` (default CHECK_EVERY_MS) on an unref'd timer; `collected` hears of
+ * each collection. Returns the stop.
+ */
+export function startIdleCollection(o: IdleCollectorOptions & { checkEveryMs?: number }, now: () => number, collected: () => void): () => void {
+  const idle = new IdleCollector(o);
+  const timer = setInterval(() => {
+    if (idle.tick(now())) collected();
+  }, o.checkEveryMs ?? CHECK_EVERY_MS).unref();
+  return () => clearInterval(timer);
+}
+
 /** The full collection Node exposes under `--expose-gc`, if it was started with it. */
 export function exposedGc(): (() => void) | undefined {
   const gc = (globalThis as { gc?: unknown }).gc;
-  return typeof gc === 'function' ? () => (gc as () => void)() : undefined;
+  return typeof gc === 'function' ? (gc as () => void) : undefined;
 }
