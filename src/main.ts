@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   const sluice = createSluice({ config, configFile: file ? { path: file, env: process.env } : undefined });
   await sluice.listen();
   const missing = missingNodeFlags();
-  if (missing.length) sluice.log.warn({ missing }, 'started without the Node flags sluice is meant to run with (README, Running it): the request path may run about 10 % slower');
+  if (missing.length) sluice.log.warn({ missing }, 'started without the Node flags sluice is meant to run with (README, Running it)');
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;

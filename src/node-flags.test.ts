@@ -2,8 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { missingNodeFlags, NODE_FLAGS } from './node-flags.js';
 
 describe('missingNodeFlags', () => {
-  it('names every flag a process was started without', () => {
-    expect(missingNodeFlags(['--import', 'tsx'])).toEqual([...NODE_FLAGS]);
+  it('names every flag a process was started without, with what running without it costs', () => {
+    const missing = missingNodeFlags(['--import', 'tsx', '--expose-gc']);
+    expect(missing.map((m) => m.flag)).toEqual(['--no-memory-reducer']);
+    expect(missing[0]!.without).toContain('slower');
+    expect(missingNodeFlags(['--import', 'tsx']).map((m) => m.flag)).toEqual([...NODE_FLAGS]);
   });
 
   it('names none when each is given, in either of the spellings V8 accepts', () => {

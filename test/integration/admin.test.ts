@@ -205,7 +205,7 @@ describe('npm start', () => {
     const code = await started(['--import', 'tsx', 'src/main.ts'], async (out, { adminPort }) => {
       const line = out.split('\n').find((l) => l.includes('Node flags'));
       expect(line, out).toBeDefined();
-      expect((JSON.parse(line!) as { missing: string[] }).missing).toEqual([...NODE_FLAGS]);
+      expect((JSON.parse(line!) as { missing: Array<{ flag: string }> }).missing.map((m) => m.flag)).toEqual([...NODE_FLAGS]);
       expect((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status).toBe(200);
     });
     expect(code).toBe(0);
