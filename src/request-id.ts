@@ -1,17 +1,26 @@
 import { randomBytes } from 'node:crypto';
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
-let pool = randomBytes(4096);
+const POOL_BYTES = 4096;
+const ID_CHARS = 13;
+
+/**
+ * Random characters of the alphabet, made a few thousand at a time, so that an id's random part
+ * is a slice of this string instead of thirteen concatenations on every request.
+ */
+let pool = '';
 let at = 0;
 
+function refill(): void {
+  const bytes = randomBytes(POOL_BYTES);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = ALPHABET.charCodeAt(bytes[i]! % 62);
+  pool = bytes.toString('latin1');
+  at = 0;
+}
+
 function randomChars(n: number): string {
-  if (at + n > pool.length) {
-    pool = randomBytes(4096);
-    at = 0;
-  }
-  let s = '';
-  for (let i = 0; i < n; i++) s += ALPHABET[pool[at++]! % 62];
-  return s;
+  if (at + n > pool.length) refill();
+  return pool.slice(at, (at += n));
 }
 
 const pad = (n: number, w = 2): string => String(n).padStart(w, '0');
@@ -33,5 +42,5 @@ export function newRequestId(nowMs: number): string {
       `${d.getUTCFullYear()}${pad(d.getUTCMonth() + 1)}${pad(d.getUTCDate())}` +
       `${pad(d.getUTCHours())}${pad(d.getUTCMinutes())}${pad(d.getUTCSeconds())}${pad(d.getUTCMilliseconds(), 3)}`;
   }
-  return stamp + randomChars(13);
+  return stamp + randomChars(ID_CHARS);
 }

@@ -54,10 +54,8 @@ export class Metrics {
   readonly inflight = this.add(new Gauge('sluice_inflight_requests', 'Requests currently being handled'));
 
   // Label sets recur on every request: each is resolved to its cell once.
-  private readonly requestCells = memo((k: string) => {
-    const [family, outcome] = k.split(' ') as [string, string];
-    return this.requests.cell({ family, outcome });
-  });
+  // By family, then outcome: no key string is built per request.
+  private readonly requestCells = memo((family: string) => memo((outcome: string) => this.requests.cell({ family, outcome })));
   private readonly decisionCells = memo((family: string) => this.decisionSeconds.cell({ family }));
   private readonly relayCells = memo((family: string) => this.relaySeconds.cell({ family }));
   private readonly storeCells = memo((op: string) => this.storeSeconds.cell({ op }));
@@ -79,7 +77,7 @@ export class Metrics {
   served = 0;
 
   countRequest(family: RouteFamily, outcome: string): void {
-    this.requestCells(`${family} ${outcome}`).value++;
+    this.requestCells(family)(outcome).value++;
   }
 
   observeDecision(family: RouteFamily, seconds: number): void {
