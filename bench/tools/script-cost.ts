@@ -24,6 +24,7 @@ const steps: Array<[string, string]> = [
 
 const server = await spawnRedis();
 const r = new Redis(server.url);
+const consumeSha = (await r.script('LOAD', CONSUME_LUA)) as string;
 try {
   const run = async (sha: string, users: number, perMinute: number, n: number): Promise<number> => {
     await r.flushall();
@@ -33,7 +34,13 @@ try {
     for (let i = 0; i < n; i += 64) {
       const p = r.pipeline();
       // One call per simulated millisecond: each of the 20,000 users calls every 20 s, all admitted.
-      for (let j = i; j < i + 64; j++) p.evalsha(sha, 2, `d:${j % users}`, `w:${j % users}`, t0 + j, `m${j}`, 'c', 100_000_000, dayReset, 'w', perMinute, 60_000);
+      for (let j = i; j < i + 64; j++) {
+        const keys = [`d:${j % users}`, `w:${j % users}`];
+        const checks = ['c', 100_000_000, dayReset, 'w', perMinute, 60_000];
+        // CONSUME_LUA takes a batch (here of one decision): count, then now, member, checks.
+        if (sha === consumeSha) p.evalsha(sha, 2, ...keys, 1, t0 + j, `m${j}`, 2, ...checks);
+        else p.evalsha(sha, 2, ...keys, t0 + j, `m${j}`, ...checks);
+      }
       await p.exec();
     }
     const line = (await r.info('commandstats')).split('\n').find((l) => l.startsWith('cmdstat_evalsha'))!;

@@ -11,6 +11,17 @@ import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, Store } fr
 
 type ScriptResult = Array<number | string>;
 
+/** Decisions per script run: a run blocks Redis while it lasts (about 15 µs a decision). */
+const MAX_BATCH = 64;
+
+interface PendingDecision {
+  checks: readonly LimitCheck[];
+  nowMs: number;
+  member: string;
+  resolve(d: Decision): void;
+  reject(err: unknown): void;
+}
+
 interface ScriptCommands {
   sluiceConsume(numKeys: number, ...args: Array<string | number>): Promise<ScriptResult>;
   sluiceInspect(numKeys: number, ...args: Array<string | number>): Promise<ScriptResult>;
@@ -74,8 +85,8 @@ export class RedisStore implements Store {
   private readonly reconnectListeners: Array<() => void> = [];
   private readyOnce = false;
   private closed = false;
-  /** The command socket while decisions issued in this turn of the event loop are held for one write. */
-  private corked: Redis['stream'] | null = null;
+  /** Whether decisions are sent in batches (not on a Cluster, see `consume`). */
+  private readonly batches: boolean;
 
   constructor(opts: RedisStoreOptions) {
     this.prefix = opts.keyPrefix ?? DEFAULTS.redisKeyPrefix;
@@ -126,6 +137,7 @@ export class RedisStore implements Store {
       return new Redis(opts.url, o);
     };
     this.client = connect({ ...base, scripts });
+    this.batches = this.client instanceof Redis;
     this.scripts = this.client as unknown as ScriptCommands;
     // Errors surface through the commands that fail; the connection's own
     // 'error' events would otherwise crash the process.
@@ -235,37 +247,78 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Holds the command socket's writes until the event loop has run every callback that is ready,
-   * so that the decisions of all requests that arrived together leave in one write: on a busy
-   * sidecar a write system call costs more than building the command. A held command waits for
-   * the rest of this loop turn (microseconds), never for a timer. ioredis's own auto-pipelining
-   * batches only within one tick, which under HTTP load is one request, and costs more than it saves.
-   * A Cluster spreads keys over several sockets, so it is left alone.
+   * Decisions asked for in this turn of the event loop, sent together when it ends: on a busy
+   * sidecar a command costs more than the decision it carries (ioredis builds it and parses its
+   * reply, Redis reads it and sets up a script run), so they go as one script run per batch.
+   * The batch leaves at `setImmediate`, once the turn's ready callbacks have run (microseconds),
+   * never after a timer. ioredis's own auto-pipelining merges writes only within one tick, which
+   * under HTTP load is one request, and costs more than it saves.
    */
-  private coalesceWrites(): void {
-    if (this.corked !== null || !(this.client instanceof Redis) || this.client.status !== 'ready') return;
-    const s = this.client.stream;
-    s.cork();
-    this.corked = s;
-    setImmediate(this.release);
+  private batch: PendingDecision[] | null = null;
+
+  consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision> {
+    return new Promise<Decision>((resolve, reject) => {
+      const d: PendingDecision = { checks, nowMs, member, resolve, reject };
+      // A Cluster spreads users over slots and a script runs on one: there every decision goes alone.
+      if (!this.batches) return this.send([d]);
+      if (this.batch === null) {
+        this.batch = [];
+        setImmediate(this.flush);
+      }
+      this.batch.push(d);
+    });
   }
 
-  private readonly release = (): void => {
-    const s = this.corked;
-    this.corked = null;
+  private readonly flush = (): void => {
+    const batch = this.batch!;
+    this.batch = null;
+    if (batch.length <= MAX_BATCH) return this.send(batch);
+    // Several script runs, one write: Redis runs each alone, and no run holds it for long.
+    const s = (this.client as Redis).stream as Redis['stream'] | undefined;
+    s?.cork();
+    for (let i = 0; i < batch.length; i += MAX_BATCH) this.send(batch.slice(i, i + MAX_BATCH));
     s?.uncork();
   };
 
-  async consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision> {
-    const { keys, args } = this.limitArgs(checks);
-    this.coalesceWrites();
-    const r = await this.scripts.sluiceConsume(keys.length, ...keys, nowMs, member, ...args);
-    const rejectedBy = Number(r[0]);
-    const n = keys.length;
-    const used = r.slice(2, 2 + n).map(Number);
-    const resetMs = r.slice(2 + n, 2 + 2 * n).map(Number);
-    if (rejectedBy === 0) return { admitted: true, used, resetMs };
-    return { admitted: false, rejectedBy: rejectedBy - 1, retryAfterMs: Number(r[1]), used, resetMs };
+  private send(batch: readonly PendingDecision[]): void {
+    const keys: string[] = [];
+    const args: Array<string | number> = [batch.length];
+    for (const d of batch) {
+      args.push(d.nowMs, d.member, d.checks.length);
+      for (const c of d.checks) {
+        keys.push(this.prefix + c.key);
+        if (c.kind === 'window') args.push('w', c.limit, c.windowMs);
+        else args.push('c', c.limit, c.resetAtMs);
+      }
+    }
+    let sent: Promise<ScriptResult>;
+    try {
+      sent = this.scripts.sluiceConsume(keys.length, ...keys, ...args);
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    sent.then(
+      (r) => {
+        let at = 0;
+        for (const d of batch) {
+          const n = d.checks.length;
+          const rejectedBy = Number(r[at]);
+          if (rejectedBy < 0) {
+            d.reject(new Error(`limit decision failed in Redis: ${String(r[at + 1])}`));
+            at += 2 + 2 * n;
+            continue;
+          }
+          const retryAfterMs = Number(r[at + 1]);
+          const used = r.slice(at + 2, at + 2 + n).map(Number);
+          const resetMs = r.slice(at + 2 + n, at + 2 + 2 * n).map(Number);
+          at += 2 + 2 * n;
+          d.resolve(rejectedBy === 0 ? { admitted: true, used, resetMs } : { admitted: false, rejectedBy: rejectedBy - 1, retryAfterMs, used, resetMs });
+        }
+      },
+      (err: unknown) => {
+        for (const d of batch) d.reject(err);
+      },
+    );
   }
 
   async inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]> {

@@ -8,76 +8,101 @@ export const DAY_KEY_GRACE_MS = 27 * 3_600_000;
 
 /**
  * Lua run inside Redis so that one round trip checks every limit of a call
- * and counts it in all of them only when all pass. All keys of one call share
- * a Cluster hash tag. Times come from the sidecar's clock (ARGV), never from
- * Redis, so tests can move time and replicas agree on the day.
+ * and counts it in all of them only when all pass. Times come from the
+ * sidecar's clock (ARGV), never from Redis, so tests can move time and
+ * replicas agree on the day.
  *
- * ARGV[1] now (ms), ARGV[2] unique member, then per key a triple:
- *   'w', limit, windowMs   -- rolling window kept as a sorted set of admission times
- *   'c', limit, resetAtMs  -- counter that resets at a fixed instant (the day)
- * Returns {rejectedBy (0 = admitted), retryAfterMs, used_1 .. used_n, resetMs_1 .. resetMs_n}.
+ * One script run takes a batch of such decisions, one after another, each as
+ * atomic as if it ran alone: the per-call cost of a script (its command, its
+ * argument tables, its reply) is paid once per batch instead of once per call.
+ * On a Cluster every batch holds one decision, whose keys share a hash tag.
+ *
+ * ARGV[1] the number of decisions; then per decision:
+ *   now (ms), unique member, n (its number of checks), then per check a triple:
+ *     'w', limit, windowMs   -- rolling window kept as a sorted set of admission times
+ *     'c', limit, resetAtMs  -- counter that resets at a fixed instant (the day)
+ * KEYS: the n keys of each decision, in the same order.
+ * Returns, per decision in turn, {rejectedBy (0 = admitted), retryAfterMs, used_1 .. used_n, resetMs_1 .. resetMs_n};
+ * a decision that failed (a key of the wrong type) is {-1, message, 0 ..} of the same length, so
+ * one bad key fails only its own call and not the others of its batch.
  */
 export const CONSUME_LUA = `
-local now = tonumber(ARGV[1])
-local member = ARGV[2]
-local n = #KEYS
-local used = {}
+local out = {}
+local kinds, limits, params = {}, {}, {}
+local keys, used = {}, {}
 -- Milliseconds until check j is empty again (its oldest call leaves / the counter resets).
-local function resetOf(j)
-  local b = 2 + (j - 1) * 3
-  local param = tonumber(ARGV[b + 3])
-  if ARGV[b + 1] == 'w' then
-    local first = redis.call('ZRANGE', KEYS[j], 0, 0, 'WITHSCORES')
-    if first[2] then return tonumber(first[2]) + param - now end
+local function resetOf(j, now)
+  if kinds[j] == 'w' then
+    local first = redis.call('ZRANGE', keys[j], 0, 0, 'WITHSCORES')
+    if first[2] then return tonumber(first[2]) + params[j] - now end
     return 0
   end
-  return param - now
+  return params[j] - now
 end
-for i = 1, n do
-  local b = 2 + (i - 1) * 3
-  if ARGV[b + 1] == 'w' then
-    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - tonumber(ARGV[b + 3]))
-    used[i] = redis.call('ZCARD', KEYS[i])
-  else
-    used[i] = tonumber(redis.call('GET', KEYS[i]) or '0')
-  end
-end
-for i = 1, n do
-  local b = 2 + (i - 1) * 3
-  local limit = tonumber(ARGV[b + 2])
-  local param = tonumber(ARGV[b + 3])
-  if used[i] >= limit then
-    local retry
-    if ARGV[b + 1] == 'w' then
-      local e = redis.call('ZRANGE', KEYS[i], used[i] - limit, used[i] - limit, 'WITHSCORES')
-      retry = tonumber(e[2]) + param - now
+local function decide(now, member, n)
+  for i = 1, n do
+    if kinds[i] == 'w' then
+      redis.call('ZREMRANGEBYSCORE', keys[i], '-inf', now - params[i])
+      used[i] = redis.call('ZCARD', keys[i])
     else
-      retry = param - now
-    end
-    local out = {i, retry}
-    for j = 1, n do out[j + 2] = used[j] end
-    for j = 1, n do out[n + j + 2] = resetOf(j) end
-    return out
-  end
-end
-local out = {0, 0}
-for i = 1, n do
-  local b = 2 + (i - 1) * 3
-  local param = tonumber(ARGV[b + 3])
-  if ARGV[b + 1] == 'w' then
-    redis.call('ZADD', KEYS[i], now, member)
-    redis.call('PEXPIRE', KEYS[i], param)
-  else
-    -- The key names the day, so its expiry, set once when the key is made, only bounds memory.
-    -- DAY_KEY_GRACE_MS (27 hours) past this day's end: a reload to another time zone can end
-    -- "the same" day up to 26 hours later, and the count must not vanish before then.
-    if redis.call('INCR', KEYS[i]) == 1 then
-      redis.call('PEXPIRE', KEYS[i], math.max(param - now, 0) + ${DAY_KEY_GRACE_MS})
+      used[i] = tonumber(redis.call('GET', keys[i]) or '0')
     end
   end
-  out[i + 2] = used[i] + 1
+  local rejected, retry = 0, 0
+  for i = 1, n do
+    if used[i] >= limits[i] then
+      if kinds[i] == 'w' then
+        local e = redis.call('ZRANGE', keys[i], used[i] - limits[i], used[i] - limits[i], 'WITHSCORES')
+        retry = tonumber(e[2]) + params[i] - now
+      else
+        retry = params[i] - now
+      end
+      rejected = i
+      break
+    end
+  end
+  if rejected == 0 then
+    for i = 1, n do
+      if kinds[i] == 'w' then
+        redis.call('ZADD', keys[i], now, member)
+        redis.call('PEXPIRE', keys[i], params[i])
+      else
+        -- The key names the day, so its expiry, set once when the key is made, only bounds memory.
+        -- DAY_KEY_GRACE_MS (27 hours) past this day's end: a reload to another time zone can end
+        -- "the same" day up to 26 hours later, and the count must not vanish before then.
+        if redis.call('INCR', keys[i]) == 1 then
+          redis.call('PEXPIRE', keys[i], math.max(params[i] - now, 0) + ${DAY_KEY_GRACE_MS})
+        end
+      end
+      used[i] = used[i] + 1
+    end
+  end
+  out[#out + 1] = rejected
+  out[#out + 1] = retry
+  for i = 1, n do out[#out + 1] = used[i] end
+  for i = 1, n do out[#out + 1] = resetOf(i, now) end
 end
-for j = 1, n do out[n + j + 2] = resetOf(j) end
+local a, k = 2, 0
+for _ = 1, tonumber(ARGV[1]) do
+  local now, member, n = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
+  a = a + 3
+  for i = 1, n do
+    keys[i] = KEYS[k + i]
+    kinds[i] = ARGV[a]
+    limits[i] = tonumber(ARGV[a + 1])
+    params[i] = tonumber(ARGV[a + 2])
+    a = a + 3
+  end
+  k = k + n
+  local start = #out
+  local ok, err = pcall(decide, now, member, n)
+  if not ok then
+    for i = #out, start + 1, -1 do out[i] = nil end
+    out[start + 1] = -1
+    out[start + 2] = type(err) == 'table' and (err.err or 'ERR') or tostring(err)
+    for i = 1, 2 * n do out[start + 2 + i] = 0 end
+  end
+end
 return out
 `;
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { RedisStore } from '../../src/store/redis.js';
-import type { LimitCheck } from '../../src/store/types.js';
+import type { Decision, LimitCheck } from '../../src/store/types.js';
 import { uniquePrefix } from '../support/redis.js';
 
 /**
@@ -27,6 +27,19 @@ function countSocketWrites(store: RedisStore): { writes: number } {
   return counter;
 }
 
+/** Counts the script runs that take decisions (each a batch of one or more). */
+function countScriptRuns(store: RedisStore): { runs: number; decisions: number[] } {
+  const client = store.client as unknown as { sluiceConsume: (numKeys: number, ...a: Array<string | number>) => Promise<unknown> };
+  const counter = { runs: 0, decisions: [] as number[] };
+  const run = client.sluiceConsume.bind(client);
+  client.sluiceConsume = (numKeys, ...a) => {
+    counter.runs++;
+    counter.decisions.push(Number(a[numKeys])); // ARGV[1]: the number of decisions
+    return run(numKeys, ...a);
+  };
+  return counter;
+}
+
 describe('Redis store decisions', () => {
   let store: RedisStore;
   const prefix = uniquePrefix('store');
@@ -43,6 +56,55 @@ describe('Redis store decisions', () => {
     const decisions = await Promise.all(Array.from({ length: 120 }, (_, i) => store.consume(check, now, `m${i}`)));
     expect(decisions.filter((d) => d.admitted)).toHaveLength(50);
     expect(counter.writes).toBe(1);
+  });
+
+  it('decisions taken together get exactly the answers they would get one at a time', async () => {
+    // Users with a day counter, a rolling window and both, several calls each, interleaved.
+    const t0 = Date.UTC(2026, 5, 1, 12);
+    const checksOf = (k: string, i: number): LimitCheck[] => {
+      if (i % 3 === 0) return [{ kind: 'counter', key: `${k}:c${i % 2}`, limit: 2, resetAtMs: t0 + 3_600_000 }];
+      if (i % 3 === 1) return [{ kind: 'window', key: `${k}:w${i % 2}`, limit: 3, windowMs: 60_000 }];
+      return [
+        { kind: 'counter', key: `${k}:c${i % 2}`, limit: 2, resetAtMs: t0 + 3_600_000 },
+        { kind: 'window', key: `${k}:w${i % 2}`, limit: 3, windowMs: 60_000 },
+      ];
+    };
+    const calls = Array.from({ length: 40 }, (_, i) => ({ i, now: t0 + i * 250 }));
+    const runs = countScriptRuns(store);
+    const together = await Promise.all(calls.map(({ i, now }) => store.consume(checksOf('together', i), now, `m${i}`)));
+    expect(runs.runs).toBe(1);
+    const alone: Decision[] = [];
+    for (const { i, now } of calls) alone.push(await store.consume(checksOf('alone', i), now, `m${i}`));
+    expect(runs.runs).toBe(41);
+    expect(together).toEqual(alone);
+    expect(together.filter((d) => d.admitted).length).toBeGreaterThan(0);
+    expect(together.filter((d) => !d.admitted).length).toBeGreaterThan(0);
+  });
+
+  it('a burst goes as script runs of at most 64 decisions, all in one socket write', async () => {
+    const check: LimitCheck[] = [{ kind: 'window', key: 'runs', limit: 1000, windowMs: 60_000 }];
+    const runs = countScriptRuns(store);
+    const writes = countSocketWrites(store);
+    const now = Date.now();
+    const decisions = await Promise.all(Array.from({ length: 150 }, (_, i) => store.consume(check, now, `m${i}`)));
+    expect(decisions.every((d) => d.admitted)).toBe(true);
+    expect(decisions.map((d) => d.used[0]).sort((a, b) => a! - b!)).toEqual(Array.from({ length: 150 }, (_, i) => i + 1));
+    expect(runs.decisions).toEqual([64, 64, 22]);
+    expect(writes.writes).toBe(1);
+  });
+
+  it('a key of the wrong type fails only the decision that uses it, not the rest of its batch', async () => {
+    await store.client.set(`${prefix}planted`, 'not a sorted set');
+    const now = Date.now();
+    const runs = countScriptRuns(store);
+    const [bad, good] = await Promise.allSettled([
+      store.consume([{ kind: 'window', key: 'planted', limit: 5, windowMs: 60_000 }], now, 'a'),
+      store.consume([{ kind: 'window', key: 'beside-planted', limit: 5, windowMs: 60_000 }], now, 'b'),
+    ]);
+    expect(runs.runs).toBe(1);
+    expect(bad.status).toBe('rejected');
+    expect(String((bad as PromiseRejectedResult).reason)).toMatch(/WRONGTYPE/);
+    expect(good).toEqual({ status: 'fulfilled', value: { admitted: true, used: [1], resetMs: [60_000] } });
   });
 
   it('keys expire: a window key a window after its last call, a day key 27 hours after its day ends (any zone)', async () => {
