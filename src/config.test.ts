@@ -18,7 +18,7 @@ describe('config', () => {
     expect(c.accessLog).toBe('all');
     expect(c.limits.onStoreError).toBe('open');
     expect(c.limits.rememberRefusalsSeconds).toBe(10);
-    expect(c.redis).toMatchObject({ keyPrefix: 'sluice:', commandTimeoutMs: 100, sentinels: null, clusterNodes: null });
+    expect(c.redis).toMatchObject({ keyPrefix: 'sluice:', commandTimeoutMs: 100, sentinels: null, clusterNodes: null, batchDecisions: true });
     expect(c.ipLimits).toEqual(DEFAULT_IP_LIMITS);
     expect(c.trustedProxies).toEqual([]);
     expect(c.redis.url).toBeNull();
@@ -70,6 +70,7 @@ describe('config', () => {
     [{ limits: { rememberRefusalsSeconds: 'long' } }, /limits.rememberRefusalsSeconds/],
     [{ freeTier: { shadow: 'yes' } }, /"freeTier.shadow" must be true or false/],
     [{ redis: { keyPrefix: 'a{b' } }, /"redis.keyPrefix" must not contain/],
+    [{ redis: { batchDecisions: 'sometimes' } }, /"redis.batchDecisions" must be true or false/],
     [{ redis: { sentinels: ['h:1'] } }, /"redis.sentinelName" is required/],
     [{ redis: { clusterNodes: ['nope'] } }, /"redis.clusterNodes\[0\]" must be host:port/],
     [{ drainSeconds: -1 }, /"drainSeconds" must be an integer/],

@@ -42,6 +42,12 @@ export interface RedisConfig {
   sentinelName: string | null;
   /** Cluster seed nodes (host:port); the URL then only supplies password and TLS. */
   clusterNodes: string[] | null;
+  /**
+   * Send the limit decisions of one event-loop turn as one script run (keys of several users in
+   * one command). Off for a sharding proxy in front of Redis (Envoy, twemproxy, a sharded
+   * managed database), which needs every command's keys on one shard; a Cluster never batches.
+   */
+  batchDecisions: boolean;
 }
 
 export interface Config {
@@ -322,7 +328,7 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
   checkKeys(up, ['url', 'credential'], 'upstream.');
   const rd = file.redis === undefined ? {} : file.redis;
   if (!isObject(rd)) throw new ConfigError('config key "redis" must be a mapping');
-  checkKeys(rd, ['url', 'keyPrefix', 'commandTimeoutMs', 'sentinels', 'sentinelName', 'clusterNodes'], 'redis.');
+  checkKeys(rd, ['url', 'keyPrefix', 'commandTimeoutMs', 'sentinels', 'sentinelName', 'clusterNodes', 'batchDecisions'], 'redis.');
   const lim = file.limits === undefined ? {} : file.limits;
   if (!isObject(lim)) throw new ConfigError('config key "limits" must be a mapping');
   checkKeys(lim, ['onStoreError', 'rememberRefusalsSeconds'], 'limits.');
@@ -363,6 +369,7 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
     sentinels: sentinelsRaw === undefined ? null : hostPorts(sentinelsRaw, 'redis.sentinels'),
     sentinelName: sentinelNameRaw === undefined ? null : str(sentinelNameRaw, 'redis.sentinelName'),
     clusterNodes: clusterRaw === undefined ? null : hostPorts(clusterRaw, 'redis.clusterNodes'),
+    batchDecisions: rd.batchDecisions === undefined ? true : bool(rd.batchDecisions, 'redis.batchDecisions'),
   };
   if (redis.keyPrefix.includes('{') || redis.keyPrefix.includes('}')) {
     throw new ConfigError('config key "redis.keyPrefix" must not contain "{" or "}" (they would break Cluster hash tags)');

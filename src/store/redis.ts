@@ -40,6 +40,8 @@ export interface RedisStoreOptions {
   sentinels?: { addresses: string[]; name: string };
   /** Redis Cluster seed nodes: the URL then supplies only credentials and TLS. */
   clusterNodes?: string[];
+  /** Decisions of one event-loop turn as one script run (default true; never on a Cluster). */
+  batchDecisions?: boolean;
   /** Extra ioredis options. */
   redisOptions?: RedisOptions;
 }
@@ -52,6 +54,7 @@ export function redisStoreOptions(r: RedisConfig, url: string): RedisStoreOption
     commandTimeoutMs: r.commandTimeoutMs,
     ...(r.sentinels && r.sentinelName ? { sentinels: { addresses: r.sentinels, name: r.sentinelName } } : {}),
     ...(r.clusterNodes ? { clusterNodes: r.clusterNodes } : {}),
+    batchDecisions: r.batchDecisions,
   };
 }
 
@@ -137,7 +140,7 @@ export class RedisStore implements Store {
       return new Redis(opts.url, o);
     };
     this.client = connect({ ...base, scripts });
-    this.batches = this.client instanceof Redis;
+    this.batches = this.client instanceof Redis && opts.batchDecisions !== false;
     this.scripts = this.client as unknown as ScriptCommands;
     // Errors surface through the commands that fail; the connection's own
     // 'error' events would otherwise crash the process.
@@ -259,7 +262,8 @@ export class RedisStore implements Store {
   consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision> {
     return new Promise<Decision>((resolve, reject) => {
       const d: PendingDecision = { checks, nowMs, member, resolve, reject };
-      // A Cluster spreads users over slots and a script runs on one: there every decision goes alone.
+      // A Cluster (or a sharding proxy) spreads users over slots and a script runs on one: there
+      // every decision goes alone.
       if (!this.batches) return this.send([d]);
       if (this.batch === null) {
         this.batch = [];
@@ -276,8 +280,11 @@ export class RedisStore implements Store {
     // Several script runs, one write: Redis runs each alone, and no run holds it for long.
     const s = (this.client as Redis).stream as Redis['stream'] | undefined;
     s?.cork();
-    for (let i = 0; i < batch.length; i += MAX_BATCH) this.send(batch.slice(i, i + MAX_BATCH));
-    s?.uncork();
+    try {
+      for (let i = 0; i < batch.length; i += MAX_BATCH) this.send(batch.slice(i, i + MAX_BATCH));
+    } finally {
+      s?.uncork();
+    }
   };
 
   private send(batch: readonly PendingDecision[]): void {
@@ -298,23 +305,7 @@ export class RedisStore implements Store {
       sent = Promise.reject(err);
     }
     sent.then(
-      (r) => {
-        let at = 0;
-        for (const d of batch) {
-          const n = d.checks.length;
-          const rejectedBy = Number(r[at]);
-          if (rejectedBy < 0) {
-            d.reject(new Error(`limit decision failed in Redis: ${String(r[at + 1])}`));
-            at += 2 + 2 * n;
-            continue;
-          }
-          const retryAfterMs = Number(r[at + 1]);
-          const used = r.slice(at + 2, at + 2 + n).map(Number);
-          const resetMs = r.slice(at + 2 + n, at + 2 + 2 * n).map(Number);
-          at += 2 + 2 * n;
-          d.resolve(rejectedBy === 0 ? { admitted: true, used, resetMs } : { admitted: false, rejectedBy: rejectedBy - 1, retryAfterMs, used, resetMs });
-        }
-      },
+      (r) => settle(batch, r),
       (err: unknown) => {
         for (const d of batch) d.reject(err);
       },
@@ -347,6 +338,23 @@ export class RedisStore implements Store {
     await Promise.allSettled([this.client.quit(), this.sub.quit()]);
     this.client.disconnect();
     this.sub.disconnect();
+  }
+}
+
+/** Hands each decision of a batch its part of the script's reply. Never throws: a reply of the wrong shape fails the decisions it cannot answer. */
+function settle(batch: readonly PendingDecision[], r: ScriptResult): void {
+  let at = 0;
+  for (const d of batch) {
+    const n = d.checks.length;
+    const rejectedBy = Number(r[at]);
+    const retry = r[at + 1];
+    const used = r.slice(at + 2, at + 2 + n).map(Number);
+    const resetMs = r.slice(at + 2 + n, at + 2 + 2 * n).map(Number);
+    at += 2 + 2 * n;
+    if (rejectedBy < 0) d.reject(new Error(`limit decision failed in Redis: ${String(retry)}`));
+    else if (!Number.isInteger(rejectedBy) || resetMs.length !== n || rejectedBy > n) d.reject(new Error('limit decision: unexpected reply from Redis'));
+    else if (rejectedBy === 0) d.resolve({ admitted: true, used, resetMs });
+    else d.resolve({ admitted: false, rejectedBy: rejectedBy - 1, retryAfterMs: Number(retry), used, resetMs });
   }
 }
 

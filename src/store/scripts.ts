@@ -22,9 +22,11 @@ export const DAY_KEY_GRACE_MS = 27 * 3_600_000;
  *     'w', limit, windowMs   -- rolling window kept as a sorted set of admission times
  *     'c', limit, resetAtMs  -- counter that resets at a fixed instant (the day)
  * KEYS: the n keys of each decision, in the same order.
- * Returns, per decision in turn, {rejectedBy (0 = admitted), retryAfterMs, used_1 .. used_n, resetMs_1 .. resetMs_n};
- * a decision that failed (a key of the wrong type) is {-1, message, 0 ..} of the same length, so
- * one bad key fails only its own call and not the others of its batch.
+ * Returns, per decision in turn, {rejectedBy (0 = admitted), retryAfterMs, used_1 .. used_n, resetMs_1 .. resetMs_n}.
+ * A decision whose own data is bad (a key of the wrong type, a counter that is not a number) is
+ * {-1, message, 0 ..} of the same length, so it fails only its own call and not the rest of its
+ * batch. Any other error (READONLY after a failover, OOM, ...) fails the whole run as a command
+ * error, as it did one call at a time, so that ioredis and Redis's own error counts see it.
  */
 export const CONSUME_LUA = `
 local out = {}
@@ -97,9 +99,15 @@ for _ = 1, tonumber(ARGV[1]) do
   local start = #out
   local ok, err = pcall(decide, now, member, n)
   if not ok then
+    -- Redis 7.0 gives redis.call's error as a string, 7.2 on as a table.
+    local msg = type(err) == 'table' and err.err or tostring(err)
+    -- Any error of Redis itself ends the run with that very reply, as the command would have.
+    if string.find(msg, '^[A-Z]+ ') and not (string.find(msg, '^WRONGTYPE ') or string.find(msg, '^ERR value is not')) then
+      return redis.error_reply(msg)
+    end
     for i = #out, start + 1, -1 do out[i] = nil end
     out[start + 1] = -1
-    out[start + 2] = type(err) == 'table' and (err.err or 'ERR') or tostring(err)
+    out[start + 2] = msg
     for i = 1, 2 * n do out[start + 2 + i] = 0 end
   end
 end

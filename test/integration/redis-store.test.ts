@@ -2,12 +2,12 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { RedisStore } from '../../src/store/redis.js';
 import type { Decision, LimitCheck } from '../../src/store/types.js';
-import { uniquePrefix } from '../support/redis.js';
+import { spawnRedis, uniquePrefix } from '../support/redis.js';
 
 /**
  * Counts the writes that reach the command socket (one per system call once corked writes are merged).
  * It wraps the socket ioredis keeps in `stream` (not a documented API): if an ioredis upgrade breaks
- * this, the batching in RedisStore.coalesceWrites needs checking too.
+ * this, the batching in RedisStore (`consume`, `flush`) needs checking too.
  */
 function countSocketWrites(store: RedisStore): { writes: number } {
   const s = (store.client as unknown as { stream: { _write: (...a: unknown[]) => void; _writev?: (...a: unknown[]) => void } }).stream;
@@ -96,15 +96,36 @@ describe('Redis store decisions', () => {
   it('a key of the wrong type fails only the decision that uses it, not the rest of its batch', async () => {
     await store.client.set(`${prefix}planted`, 'not a sorted set');
     const now = Date.now();
+    const window = (key: string): LimitCheck => ({ kind: 'window', key, limit: 5, windowMs: 60_000 });
+    const day: LimitCheck = { kind: 'counter', key: 'planted-day', limit: 5, resetAtMs: now + 3_600_000 };
     const runs = countScriptRuns(store);
-    const [bad, good] = await Promise.allSettled([
-      store.consume([{ kind: 'window', key: 'planted', limit: 5, windowMs: 60_000 }], now, 'a'),
-      store.consume([{ kind: 'window', key: 'beside-planted', limit: 5, windowMs: 60_000 }], now, 'b'),
+    const [before, bad, after] = await Promise.allSettled([
+      store.consume([day, window('beside-planted')], now, 'a'),
+      store.consume([day, window('planted')], now, 'b'),
+      store.consume([day, window('beside-planted')], now, 'c'),
     ]);
     expect(runs.runs).toBe(1);
     expect(bad.status).toBe('rejected');
     expect(String((bad as PromiseRejectedResult).reason)).toMatch(/WRONGTYPE/);
-    expect(good).toEqual({ status: 'fulfilled', value: { admitted: true, used: [1], resetMs: [60_000] } });
+    // The calls around it were decided as if it had not been there: the failed one counted nowhere.
+    expect(before).toEqual({ status: 'fulfilled', value: { admitted: true, used: [1, 1], resetMs: [3_600_000, 60_000] } });
+    expect(after).toEqual({ status: 'fulfilled', value: { admitted: true, used: [2, 2], resetMs: [3_600_000, 60_000] } });
+    expect(await store.client.get(`${prefix}planted-day`)).toBe('2');
+  });
+
+  it('with batchDecisions off, every decision is its own script run', async () => {
+    const single = new RedisStore({ url: inject('redisUrl'), keyPrefix: uniquePrefix('single'), commandTimeoutMs: 2000, batchDecisions: false });
+    try {
+      await single.waitReady();
+      const runs = countScriptRuns(single);
+      const check: LimitCheck[] = [{ kind: 'window', key: 'w', limit: 3, windowMs: 60_000 }];
+      const now = Date.now();
+      const decisions = await Promise.all(Array.from({ length: 5 }, (_, i) => single.consume(check, now, `m${i}`)));
+      expect(runs.decisions).toEqual([1, 1, 1, 1, 1]);
+      expect(decisions.map((d) => d.admitted)).toEqual([true, true, true, false, false]);
+    } finally {
+      await single.close();
+    }
   });
 
   it('keys expire: a window key a window after its last call, a day key 27 hours after its day ends (any zone)', async () => {
@@ -133,6 +154,45 @@ describe('Redis store decisions', () => {
     const second = await store.consume(check, Date.now(), 'b');
     expect(second.used[0]).toBe(2);
     expect(counter.writes).toBe(2);
+  });
+});
+
+describe('Redis store failures', () => {
+  it('a decision asked of a closed store fails at once instead of waiting', async () => {
+    const closed = new RedisStore({ url: inject('redisUrl'), keyPrefix: uniquePrefix('closed'), commandTimeoutMs: 2000 });
+    await closed.waitReady();
+    await closed.close();
+    const t0 = Date.now();
+    const settled = await Promise.allSettled([1, 2, 3].map((i) => closed.consume([{ kind: 'window', key: 'w', limit: 5, windowMs: 60_000 }], Date.now(), `m${i}`)));
+    expect(settled.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect(Date.now() - t0).toBeLessThan(1000);
+  });
+
+  it('a fault of Redis itself (read-only after a failover) fails the whole run as a command error, and decisions work again after', async () => {
+    const own = await spawnRedis();
+    const admin = new Redis(own.url);
+    const s = new RedisStore({ url: own.url, keyPrefix: 'ro:', commandTimeoutMs: 2000 });
+    try {
+      await s.waitReady();
+      const check = (key: string): LimitCheck[] => [{ kind: 'window', key, limit: 5, windowMs: 60_000 }];
+      expect((await s.consume(check('warm'), Date.now(), 'w')).admitted).toBe(true);
+      // A demoted master: a replica of an address nobody listens on, so it stays read-only and empty-handed.
+      await admin.replicaof('127.0.0.1', '1');
+      const settled = await Promise.allSettled(['a', 'b'].map((k) => s.consume(check(k), Date.now(), k)));
+      expect(settled.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+      for (const r of settled) {
+        const err = (r as PromiseRejectedResult).reason as Error;
+        // The command's own error, as ioredis reports a failed command (its reconnectOnError sees it).
+        expect(err.name).toBe('ReplyError');
+        expect(err.message).toMatch(/READONLY/);
+      }
+      await admin.replicaof('NO', 'ONE');
+      expect((await s.consume(check('a'), Date.now(), 'a2')).used).toEqual([1]);
+    } finally {
+      admin.disconnect();
+      await s.close();
+      await own.kill();
+    }
   });
 });
 
