@@ -596,14 +596,15 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
     `${scripts(rf.redis)} (${f(scripts(rf.redis) / Math.max(1, rf.load.requests), 3)}/req)`,
   ];
   const refusedT = table(
-    ['sluice', 'req/s', 'non-2xx (the refusals)', 'p99 ms', 'CPU µs/req', 'limit scripts run'],
+    ['sluice', 'req/s', 'non-2xx (the refusals)', 'p99 ms', 'CPU µs/req', 'limit script runs'],
     [refusedRow('refusals remembered (limits.rememberRefusalsSeconds: 10, the default)', x.refused.remembered), refusedRow('every refusal asks Redis (limits.rememberRefusalsSeconds: 0)', x.refused.asked)],
     ['l', 'r', 'r', 'r', 'r', 'r'],
   );
   const refusedMd =
     `A fresh sluice with the contract's limits and 32 users: a ${P.warmSeconds} s warm-up spends every user's 20, then wrk runs ${P.seconds} s of free-model calls (${CONNECTIONS} connections), with refusals remembered and without.\n\n${refusedT.md}\n` +
-    `A refusal counts nothing, so a refused user's retries are answered from memory until the oldest counted call leaves the window, for at most limits.rememberRefusalsSeconds: a user retrying costs about one script per 10 s. ` +
-    `For comparison, admitted free calls: ${f(free.rps, 0)} req/s, one script each.`;
+    `A refusal counts nothing, so a refused user's retries are answered from memory until the oldest counted call leaves the window, for at most limits.rememberRefusalsSeconds: a user retrying costs about one decision per 10 s. ` +
+    `Decisions asked for in one turn of sluice's event loop share a script run, so a run here carries many refusals. ` +
+    `For comparison, admitted free calls: ${f(free.rps, 0)} req/s, one decision each (${f(free.scriptsPerReq ?? 0, 3)} script runs per call).`;
 
   const machineLines = Object.entries(x.info)
     .map(([k, v]) => `- ${k}: ${v}`)

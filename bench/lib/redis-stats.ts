@@ -40,7 +40,7 @@ export class RedisCounter {
     return n;
   }
 
-  /** EVAL/EVALSHA calls: limit decisions. */
+  /** EVAL/EVALSHA calls: limit script runs (each carries the decisions of one event-loop turn). */
   static scriptCalls(c: CommandCounts): number {
     return (c.evalsha ?? 0) + (c.eval ?? 0) + (c.evalsha_ro ?? 0) + (c.eval_ro ?? 0);
   }

@@ -1,6 +1,7 @@
 /**
  * The free-tier decision alone: RedisStore.consume() in a closed loop (32 in flight), with
- * ioredis auto-pipelining on and off (sluice runs with it off, and batches its own writes).
+ * ioredis auto-pipelining on and off (sluice runs with it off: its decisions go as one script run
+ * per event-loop turn, which leaves auto-pipelining nothing to merge).
  * `npx tsx bench/tools/redis-consume.ts [seconds]`. Prints decisions/s and CPU µs per decision.
  */
 import { spawnRedis } from '../../test/support/redis.js';
