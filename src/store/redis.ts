@@ -238,15 +238,13 @@ export class RedisStore implements Store {
       .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
   }
 
-  private limitArgs(checks: readonly LimitCheck[]): { keys: string[]; args: Array<string | number> } {
-    const keys: string[] = [];
-    const args: Array<string | number> = [];
+  /** Appends checks as the scripts take them: each key to KEYS, a ('w' | 'c', limit, param) triple to ARGV. */
+  private pushChecks(checks: readonly LimitCheck[], keys: string[], args: Array<string | number>): void {
     for (const c of checks) {
       keys.push(this.prefix + c.key);
       if (c.kind === 'window') args.push('w', c.limit, c.windowMs);
       else args.push('c', c.limit, c.resetAtMs);
     }
-    return { keys, args };
   }
 
   /**
@@ -292,11 +290,7 @@ export class RedisStore implements Store {
     const args: Array<string | number> = [batch.length];
     for (const d of batch) {
       args.push(d.nowMs, d.member, d.checks.length);
-      for (const c of d.checks) {
-        keys.push(this.prefix + c.key);
-        if (c.kind === 'window') args.push('w', c.limit, c.windowMs);
-        else args.push('c', c.limit, c.resetAtMs);
-      }
+      this.pushChecks(d.checks, keys, args);
     }
     let sent: Promise<ScriptResult>;
     try {
@@ -313,8 +307,10 @@ export class RedisStore implements Store {
   }
 
   async inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]> {
-    const { keys, args } = this.limitArgs(checks);
-    const r = await this.scripts.sluiceInspect(keys.length, ...keys, nowMs, ...args);
+    const keys: string[] = [];
+    const args: Array<string | number> = [nowMs];
+    this.pushChecks(checks, keys, args);
+    const r = await this.scripts.sluiceInspect(keys.length, ...keys, ...args);
     const out: LimitState[] = [];
     for (let i = 0; i < checks.length; i++) {
       out.push({ used: Number(r[i * 3]), retryAfterMs: Number(r[i * 3 + 1]), resetMs: Number(r[i * 3 + 2]) });
