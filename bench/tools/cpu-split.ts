@@ -1,0 +1,66 @@
+/**
+ * Where a request's CPU goes, per process: user and system time per request, and how often per
+ * request each process went to sleep (voluntary context switches) or was preempted, for bare
+ * http-proxy and sluice (paid path, Redis store) and for the relay stand-in behind each, from
+ * /proc/<pid>/stat and /proc/<pid>/status. Alternating rounds of closed-loop wrk load (32 connections).
+ *   npx tsx bench/tools/cpu-split.ts [rounds=6] [seconds=5]
+ */
+import { readFileSync } from 'node:fs';
+import type { Server } from '../lib/proc.js';
+import { benchSession } from '../lib/session.js';
+import { wrk } from '../lib/wrk.js';
+
+const rounds = Number(process.argv[2] ?? 6);
+const seconds = Number(process.argv[3] ?? 5);
+const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
+// Linux reports utime and stime in clock ticks of 1/100 s (USER_HZ) on every architecture Node runs on here.
+const TICKS_PER_SECOND = 100;
+
+interface Sample {
+  user: number;
+  sys: number;
+  sleeps: number;
+  preempted: number;
+}
+
+function sample(pid: number): Sample {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
+  return {
+    user: Number(f[11]) / TICKS_PER_SECOND,
+    sys: Number(f[12]) / TICKS_PER_SECOND,
+    sleeps: field('voluntary_ctxt_switches'),
+    preempted: field('nonvoluntary_ctxt_switches'),
+  };
+}
+
+function perRequest(a: Sample, b: Sample, n: number): string {
+  return (
+    `user ${(((b.user - a.user) / n) * 1e6).toFixed(1)} µs  sys ${(((b.sys - a.sys) / n) * 1e6).toFixed(1)} µs  ` +
+    `sleeps ${((b.sleeps - a.sleeps) / n).toFixed(3)}  preempted ${((b.preempted - a.preempted) / n).toFixed(3)} per request`
+  );
+}
+
+await benchSession(async ({ redis, start, servers }) => {
+  const env = { BENCH_REDIS_URL: redis.url };
+  const relay = servers[0]!;
+  const vs: Array<{ id: string; s: Server }> = [
+    { id: 'bare', s: await start('bare', 'bare.ts', { env }) },
+    { id: 'sluice', s: await start('sluice', 'sluice.ts', { env }) },
+  ];
+  const go = (v: { s: Server }, secs: number) =>
+    wrk({ url: `http://127.0.0.1:${v.s.info.port as number}/v1/chat/completions`, connections: 32, seconds: secs, body, keys: (v.s.info.keys as string[] | undefined) ?? ['sk-x'] });
+  for (const v of vs) await go(v, 3);
+  for (let r = 0; r < rounds; r++) {
+    for (const v of vs.map((_, i) => vs[(i + r) % vs.length]!)) {
+      const a = sample(v.s.pid);
+      const ra = sample(relay.pid);
+      const res = await go(v, seconds);
+      const n = Math.max(1, res.requests);
+      console.log(`${r} ${v.id.padEnd(6)} ${res.rps.toFixed(0).padStart(6)} req/s | proxy ${perRequest(a, sample(v.s.pid), n)} | relay ${perRequest(ra, sample(relay.pid), n)}`);
+    }
+  }
+});
+process.exit(0);
