@@ -157,16 +157,22 @@ const clkTck = ((): number => {
   }
 })();
 
-/** utime + stime of a process, in seconds. */
-export function cpuSeconds(pid: number): number {
+/** utime and stime of a process (all its threads), in seconds; zeros once it is gone. */
+export function cpuTimes(pid: number): { user: number; sys: number } {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // fields[0] is field 3 (state); utime is field 14, stime field 15.
-    return (Number(fields[11]) + Number(fields[12])) / clkTck;
+    return { user: Number(fields[11]) / clkTck, sys: Number(fields[12]) / clkTck };
   } catch {
-    return 0;
+    return { user: 0, sys: 0 };
   }
+}
+
+/** utime + stime of a process, in seconds. */
+export function cpuSeconds(pid: number): number {
+  const t = cpuTimes(pid);
+  return t.user + t.sys;
 }
 
 /** VmRSS and VmHWM (peak), in MB. */

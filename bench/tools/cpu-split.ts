@@ -1,21 +1,19 @@
 /**
- * Where a request's CPU goes, per process: user and system time per request, and how often per
- * request each process went to sleep (voluntary context switches) or was preempted, for bare
- * http-proxy and sluice (paid path, Redis store) and for the relay stand-in behind each, from
- * /proc/<pid>/stat and /proc/<pid>/status. Alternating rounds of closed-loop wrk load (32 connections).
+ * Where a request's CPU goes, per process: user and system time per request (all threads), and
+ * how often per request each process's main thread, the one that serves, went to sleep (voluntary
+ * context switches) or was preempted, for bare http-proxy and sluice (paid path, Redis store) and
+ * for the relay stand-in behind each, from /proc/<pid>/stat and /proc/<pid>/status. Alternating
+ * rounds of closed-loop wrk load (32 connections).
  *   npx tsx bench/tools/cpu-split.ts [rounds=6] [seconds=5]
  */
 import { readFileSync } from 'node:fs';
-import type { Server } from '../lib/proc.js';
+import { cpuTimes, type Server } from '../lib/proc.js';
 import { benchSession } from '../lib/session.js';
 import { wrk } from '../lib/wrk.js';
 
 const rounds = Number(process.argv[2] ?? 6);
 const seconds = Number(process.argv[3] ?? 5);
 const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
-// Linux reports utime and stime in clock ticks of 1/100 s (USER_HZ) on every architecture Node runs on here.
-const TICKS_PER_SECOND = 100;
-
 interface Sample {
   user: number;
   sys: number;
@@ -24,16 +22,10 @@ interface Sample {
 }
 
 function sample(pid: number): Sample {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // The status file of the process is its main thread's: the context switches are that thread's.
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const field = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
-  return {
-    user: Number(f[11]) / TICKS_PER_SECOND,
-    sys: Number(f[12]) / TICKS_PER_SECOND,
-    sleeps: field('voluntary_ctxt_switches'),
-    preempted: field('nonvoluntary_ctxt_switches'),
-  };
+  return { ...cpuTimes(pid), sleeps: field('voluntary_ctxt_switches'), preempted: field('nonvoluntary_ctxt_switches') };
 }
 
 function perRequest(a: Sample, b: Sample, n: number): string {

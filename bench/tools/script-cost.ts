@@ -2,8 +2,8 @@
  * What the free-tier decision costs inside Redis, by Redis's own accounting (INFO commandstats,
  * usec_per_call of EVALSHA: the time spent running the script, without parsing the request or the
  * socket I/O), per decision: the empty script, the decision's commands added one at a time, and
- * CONSUME_LUA itself, alone and 12 decisions per run as sluice sends them under load, each over
- * 150,000 admitted decisions in pipelines of 64 calls, one decision per simulated millisecond
+ * CONSUME_LUA itself, alone and 12 decisions per run (the bench's free path sends about 8 per run
+ * under load), each over about 150,000 admitted decisions in pipelines of 64 calls, one decision per simulated millisecond
  * (150 s: past the first minute every call trims the window).
  *   npx tsx bench/tools/script-cost.ts
  * Two shapes: 256 users with the bench's raised limit (sorted sets of ~234 entries, as one call
@@ -13,7 +13,8 @@ import { Redis } from 'ioredis';
 import { spawnRedis } from '../../test/support/redis.js';
 import { CONSUME_LUA } from '../../src/store/scripts.js';
 
-// KEYS[1] the day counter, KEYS[2] the window; ARGV[1] now, ARGV[2] member (as CONSUME_LUA gets them).
+// KEYS[1] the day counter, KEYS[2] the window; ARGV[1] now, ARGV[2] member, then the checks (CONSUME_LUA
+// takes a batch instead: its size, then per decision now, member, the number of checks, the checks).
 // The last field: decisions per script run (the step scripts take one decision per call).
 const steps: Array<[string, string, number?]> = [
   ['empty script', 'return {0,0,1,1,1,1}'],

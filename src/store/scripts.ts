@@ -23,12 +23,16 @@ export const DAY_KEY_GRACE_MS = 27 * 3_600_000;
  *     'c', limit, resetAtMs  -- counter that resets at a fixed instant (the day)
  * KEYS: the n keys of each decision, in the same order.
  * Returns, per decision in turn, {rejectedBy (0 = admitted), retryAfterMs, used_1 .. used_n, resetMs_1 .. resetMs_n}.
- * A decision whose own data is bad (a key of the wrong type, a counter that is not a number) is
- * {-1, message, 0 ..} of the same length, so it fails only its own call and not the rest of its
- * batch. Any other error (READONLY after a failover, OOM, ...) fails the whole run as a command
- * error, as it did one call at a time, so that ioredis and Redis's own error counts see it.
+ * A decision whose own data is bad (a key of the wrong type, a counter that is not a number or
+ * would overflow) is {-1, message, 0 ..} of the same length, so it fails only its own call and not
+ * the rest of its batch. A fault of Redis itself (READONLY after a failover, OOM, ...: SERVER_FAULTS)
+ * ends the run with that error reply, as it did one call at a time, so that ioredis sees a failed
+ * command; the decisions before it in the run stand, as a call that timed out may have.
  */
 export const CONSUME_LUA = `
+-- Errors that say Redis cannot take writes now, not that this call's data is bad.
+local SERVER_FAULTS = { READONLY = true, OOM = true, NOREPLICAS = true, MASTERDOWN = true, MISCONF = true,
+  LOADING = true, BUSY = true, CLUSTERDOWN = true, TRYAGAIN = true, NOPERM = true }
 local out = {}
 local kinds, limits, params = {}, {}, {}
 local keys, used = {}, {}
@@ -99,11 +103,14 @@ for _ = 1, tonumber(ARGV[1]) do
   local start = #out
   local ok, err = pcall(decide, now, member, n)
   if not ok then
-    -- Redis 7.0 gives redis.call's error as a string, 7.2 on as a table.
+    -- redis.call's error reaches pcall as a string in Redis 7.0 ("WRONGTYPE ..."), as a table with
+    -- an err field in others, and with a script-position prefix before 7.0; its first upper-case
+    -- word is the error code either way.
     local msg = type(err) == 'table' and err.err or tostring(err)
-    -- Any error of Redis itself ends the run with that very reply, as the command would have.
-    if string.find(msg, '^[A-Z]+ ') and not (string.find(msg, '^WRONGTYPE ') or string.find(msg, '^ERR value is not')) then
-      return redis.error_reply(msg)
+    local code = string.match(msg, '(%u+) ')
+    -- A fault of Redis itself ends the run with its own reply, as the command alone would have.
+    if code and SERVER_FAULTS[code] then
+      return redis.error_reply(string.sub(msg, (string.find(msg, code, 1, true))))
     end
     for i = #out, start + 1, -1 do out[i] = nil end
     out[start + 1] = -1

@@ -113,15 +113,17 @@ describe('Redis store decisions', () => {
     expect(await store.client.get(`${prefix}planted-day`)).toBe('2');
   });
 
-  it('with batchDecisions off, every decision is its own script run', async () => {
+  it('with batchDecisions off, every decision is its own script run, and the runs of one turn still leave in one write', async () => {
     const single = new RedisStore({ url: inject('redisUrl'), keyPrefix: uniquePrefix('single'), commandTimeoutMs: 2000, batchDecisions: false });
     try {
       await single.waitReady();
       const runs = countScriptRuns(single);
+      const writes = countSocketWrites(single);
       const check: LimitCheck[] = [{ kind: 'window', key: 'w', limit: 3, windowMs: 60_000 }];
       const now = Date.now();
       const decisions = await Promise.all(Array.from({ length: 5 }, (_, i) => single.consume(check, now, `m${i}`)));
       expect(runs.decisions).toEqual([1, 1, 1, 1, 1]);
+      expect(writes.writes).toBe(1);
       expect(decisions.map((d) => d.admitted)).toEqual([true, true, true, false, false]);
     } finally {
       await single.close();
