@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { RedisStore } from '../../src/store/redis.js';
+import { buildConfig } from '../../src/config.js';
+import { RedisStore, redisStoreOptions } from '../../src/store/redis.js';
 import type { Decision, LimitCheck } from '../../src/store/types.js';
 import { spawnRedis, uniquePrefix } from '../support/redis.js';
 
@@ -114,7 +115,9 @@ describe('Redis store decisions', () => {
   });
 
   it('with batchDecisions off, every decision is its own script run, and the runs of one turn still leave in one write', async () => {
-    const single = new RedisStore({ url: inject('redisUrl'), keyPrefix: uniquePrefix('single'), commandTimeoutMs: 2000, batchDecisions: false });
+    // As a deployment gets it: from the config file's redis section.
+    const config = buildConfig({ redis: { keyPrefix: uniquePrefix('single'), batchDecisions: false } }, { SLUICE_UPSTREAM_URL: 'http://127.0.0.1:1' });
+    const single = new RedisStore(redisStoreOptions(config.redis, inject('redisUrl')));
     try {
       await single.waitReady();
       const runs = countScriptRuns(single);
