@@ -173,6 +173,24 @@ describe('Redis store failures', () => {
     expect(Date.now() - t0).toBeLessThan(1000);
   });
 
+  it('a reply of the wrong shape fails the decisions it cannot answer instead of throwing', async () => {
+    const s = new RedisStore({ url: inject('redisUrl'), keyPrefix: uniquePrefix('shape'), commandTimeoutMs: 2000 });
+    try {
+      await s.waitReady();
+      const client = s.client as unknown as { sluiceConsume: (...a: unknown[]) => Promise<unknown> };
+      const check: LimitCheck[] = [{ kind: 'window', key: 'w', limit: 5, windowMs: 60_000 }];
+      // What a proxy in between or a future Redis might answer: a nil, then an array one decision short.
+      for (const reply of [null, [0, 0, 1, 60_000]]) {
+        client.sluiceConsume = () => Promise.resolve(reply);
+        const settled = await Promise.allSettled([s.consume(check, Date.now(), 'a'), s.consume(check, Date.now(), 'b')]);
+        if (reply === null) expect(settled.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+        else expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'rejected']);
+      }
+    } finally {
+      await s.close();
+    }
+  });
+
   it('a fault of Redis itself (read-only after a failover) fails the whole run as a command error, and decisions work again after', async () => {
     const own = await spawnRedis();
     const admin = new Redis(own.url);
