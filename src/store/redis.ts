@@ -88,8 +88,11 @@ export class RedisStore implements Store {
   private readonly reconnectListeners: Array<() => void> = [];
   private readyOnce = false;
   private closed = false;
-  /** Whether a script run carries several decisions (`batchDecisions`; never on a Cluster). */
-  private readonly batches: boolean;
+  /**
+   * Decisions per script run: MAX_BATCH, or 1 on a Cluster (a script runs on one slot, and users
+   * spread over slots) and behind a sharding proxy (`batchDecisions: false`).
+   */
+  private readonly perRun: number;
 
   constructor(opts: RedisStoreOptions) {
     this.prefix = opts.keyPrefix ?? DEFAULTS.redisKeyPrefix;
@@ -140,7 +143,7 @@ export class RedisStore implements Store {
       return new Redis(opts.url, o);
     };
     this.client = connect({ ...base, scripts });
-    this.batches = this.client instanceof Redis && opts.batchDecisions !== false;
+    this.perRun = this.client instanceof Redis && opts.batchDecisions !== false ? MAX_BATCH : 1;
     this.scripts = this.client as unknown as ScriptCommands;
     // Errors surface through the commands that fail; the connection's own
     // 'error' events would otherwise crash the process.
@@ -260,30 +263,26 @@ export class RedisStore implements Store {
    */
   consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision> {
     return new Promise<Decision>((resolve, reject) => {
-      const d: PendingDecision = { checks, nowMs, member, resolve, reject };
-      // A Cluster spreads keys over several connections, one per node: there every decision goes
-      // at once, alone (a script runs on one slot).
-      if (this.client instanceof Cluster) return this.send([d]);
       if (this.batch === null) {
         this.batch = [];
         setImmediate(this.flush);
       }
-      this.batch.push(d);
+      this.batch.push({ checks, nowMs, member, resolve, reject });
     });
   }
 
+  /**
+   * Sends the turn's decisions as runs of `perRun`, in one write on a single connection (a
+   * Cluster writes to one connection per node, so there is nothing to hold). No run holds Redis
+   * for long, and a run of one keeps its keys on one hash tag.
+   */
   private readonly flush = (): void => {
     const batch = this.batch!;
     this.batch = null;
-    if (this.batches && batch.length <= MAX_BATCH) return this.send(batch);
-    // Several script runs, one write. Each run is at most MAX_BATCH decisions, so none holds Redis
-    // for long; behind a sharding proxy (batchDecisions off) each decision is its own run, and its
-    // keys share one hash tag.
-    const size = this.batches ? MAX_BATCH : 1;
-    const s = (this.client as Redis).stream as Redis['stream'] | undefined;
+    const s = this.client instanceof Redis ? this.client.stream : undefined;
     s?.cork();
     try {
-      for (let i = 0; i < batch.length; i += size) this.send(batch.slice(i, i + size));
+      for (let i = 0; i < batch.length; i += this.perRun) this.send(batch.slice(i, i + this.perRun));
     } finally {
       s?.uncork();
     }
