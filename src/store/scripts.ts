@@ -45,6 +45,7 @@ local function resetOf(j, now)
   end
   return params[j] - now
 end
+-- One decision's reply: {rejectedBy, retryAfterMs, used_1 .. used_n, resetMs_1 .. resetMs_n}.
 local function decide(now, member, n)
   for i = 1, n do
     if kinds[i] == 'w' then
@@ -83,10 +84,10 @@ local function decide(now, member, n)
       used[i] = used[i] + 1
     end
   end
-  out[#out + 1] = rejected
-  out[#out + 1] = retry
-  for i = 1, n do out[#out + 1] = used[i] end
-  for i = 1, n do out[#out + 1] = resetOf(i, now) end
+  local r = {rejected, retry}
+  for i = 1, n do r[2 + i] = used[i] end
+  for i = 1, n do r[2 + n + i] = resetOf(i, now) end
+  return r
 end
 local a, k = 2, 0
 for _ = 1, tonumber(ARGV[1]) do
@@ -100,23 +101,21 @@ for _ = 1, tonumber(ARGV[1]) do
     a = a + 3
   end
   k = k + n
-  local start = #out
-  local ok, err = pcall(decide, now, member, n)
+  local ok, r = pcall(decide, now, member, n)
   if not ok then
-    -- redis.call's error reaches pcall as a string in Redis 7.0 ("WRONGTYPE ..."), as a table with
+    -- r is the error. redis.call's error reaches pcall as a string in Redis 7.0 ("WRONGTYPE ..."), as a table with
     -- an err field in others, and with a script-position prefix before 7.0; its first upper-case
     -- word is the error code either way.
-    local msg = type(err) == 'table' and err.err or tostring(err)
+    local msg = type(r) == 'table' and r.err or tostring(r)
     local code = string.match(msg, '(%u+) ')
     -- A fault of Redis itself ends the run with its own reply, as the command alone would have.
     if code and SERVER_FAULTS[code] then
       return redis.error_reply(string.sub(msg, (string.find(msg, code, 1, true))))
     end
-    for i = #out, start + 1, -1 do out[i] = nil end
-    out[start + 1] = -1
-    out[start + 2] = msg
-    for i = 1, 2 * n do out[start + 2 + i] = 0 end
+    r = {-1, msg}
+    for i = 1, 2 * n do r[2 + i] = 0 end
   end
+  for i = 1, #r do out[#out + 1] = r[i] end
 end
 return out
 `;
