@@ -17,7 +17,7 @@ import { createGateway } from './gateway.js';
 import { GuardedLimits } from './limits/guard.js';
 import { createLogger } from './log.js';
 import { Metrics } from './metrics/index.js';
-import { exposedGc, startIdleCollection, type IdleCollectorOptions } from './idle-gc.js';
+import { exposedGc, startIdleCollection, type IdleCollectionOptions } from './idle-gc.js';
 import { applyReload, buildPolicy, type Policy } from './policy.js';
 import { MemoryStore } from './store/memory.js';
 import { RedisStore, redisStoreOptions } from './store/redis.js';
@@ -38,7 +38,7 @@ export interface SluiceOptions {
    * The idle collection (src/idle-gc.ts): by default `globalThis.gc` when Node runs with
    * `--expose-gc` (src/node-flags.ts), with the thresholds there; tests supply their own.
    */
-  idleGc?: Pick<IdleCollectorOptions, 'collect' | 'minRequests' | 'idleMs'> & { checkEveryMs?: number };
+  idleGc?: Omit<IdleCollectionOptions, 'served' | 'inflight'>;
 }
 
 export interface Sluice {

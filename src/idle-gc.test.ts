@@ -8,6 +8,10 @@ function collector(minRequests = 1000, idleMs = 30_000) {
   const c = new IdleCollector({ served: () => served, inflight: () => open, collect: () => collections++, minRequests, idleMs });
   return {
     c,
+    /** A check every 5 s from `from` to `to`, both included. */
+    ticks: (from: number, to: number) => {
+      for (let now = from; now <= to; now += 5_000) c.tick(now);
+    },
     serve: (n: number) => (served += n),
     setOpen: (n: number) => (open = n),
     get collections() {
@@ -19,10 +23,10 @@ function collector(minRequests = 1000, idleMs = 30_000) {
 describe('IdleCollector', () => {
   it('never collects in a process that has not served enough requests, however long it idles', () => {
     const t = collector();
-    for (let now = 0; now <= 600_000; now += 5_000) t.c.tick(now);
+    t.ticks(0, 600_000);
     expect(t.collections).toBe(0);
     t.serve(999);
-    for (let now = 605_000; now <= 1_200_000; now += 5_000) t.c.tick(now);
+    t.ticks(605_000, 1_200_000);
     expect(t.collections).toBe(0);
   });
 
@@ -33,7 +37,7 @@ describe('IdleCollector', () => {
     t.c.tick(25_000);
     expect(t.collections).toBe(0);
     expect(t.c.tick(30_000)).toBe(true);
-    for (let now = 35_000; now <= 300_000; now += 5_000) t.c.tick(now);
+    t.ticks(35_000, 300_000);
     expect(t.collections).toBe(1);
     t.serve(10);
     t.c.tick(305_000);
@@ -47,7 +51,7 @@ describe('IdleCollector', () => {
     const t = collector();
     t.serve(5_000);
     t.setOpen(3);
-    for (let now = 0; now <= 300_000; now += 5_000) t.c.tick(now);
+    t.ticks(0, 300_000);
     expect(t.collections).toBe(0);
     // The quiet spell starts at the last check that saw a request open (300 s).
     t.setOpen(0);

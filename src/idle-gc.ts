@@ -29,6 +29,11 @@ export interface IdleCollectorOptions {
   idleMs?: number;
 }
 
+/** The collector's options and how often it checks (default CHECK_EVERY_MS). */
+export interface IdleCollectionOptions extends IdleCollectorOptions {
+  checkEveryMs?: number;
+}
+
 export class IdleCollector {
   private lastCount = 0;
   /** When the last check saw a new call or one in flight. */
@@ -62,7 +67,7 @@ export class IdleCollector {
  * Checks every `checkEveryMs` (default CHECK_EVERY_MS) on an unref'd timer; `collected` hears of
  * each collection. Returns the stop.
  */
-export function startIdleCollection(o: IdleCollectorOptions & { checkEveryMs?: number }, now: () => number, collected: () => void): () => void {
+export function startIdleCollection(o: IdleCollectionOptions, now: () => number, collected: () => void): () => void {
   const idle = new IdleCollector(o);
   const timer = setInterval(() => {
     if (idle.tick(now())) collected();
