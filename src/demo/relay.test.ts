@@ -363,16 +363,28 @@ describe('anthropic SDK, directly against the stand-in', () => {
     ]);
   });
 
-  it('models.list (answers the Anthropic shape)', async () => {
+  it('models.list answers the Anthropic shape only for x-api-key with anthropic-version, as new-api chooses', async () => {
+    const classic = new Anthropic({
+      apiKey: KEY,
+      baseURL: relay.url,
+      maxRetries: 0,
+      defaultHeaders: { 'x-api-key': KEY, authorization: null, 'anthropic-version': '2023-06-01' },
+    });
     const ids: string[] = [];
-    for await (const m of anthropic.models.list()) {
+    for await (const m of classic.models.list()) {
       expect(m.type).toBe('model');
-      expect(m.display_name).toBeTruthy();
+      expect(m.display_name).toBe(m.id);
+      expect(m.created_at).toBe('2021-07-20T10:40:00Z');
       ids.push(m.id);
     }
     expect(ids).toEqual([...STANDIN_MODELS]);
-    expect(relay.requests).toHaveLength(1);
-    expect(lastRequest(relay).headers['anthropic-version']).toBeDefined();
+    expect(lastRequest(relay).key).toBe(KEY);
+
+    // The SDK's own default sends the key as Authorization: new-api lists OpenAI's shape then.
+    const page = await anthropic.models.list();
+    const first = page.data[0] as unknown as Record<string, unknown>;
+    expect(first).toMatchObject({ id: STANDIN_MODELS[0], object: 'model', owned_by: 'custom' });
+    expect(first['type']).toBeUndefined();
   });
 
   it('dieAfterEvents ends messages.stream with an error after the events it let through', async () => {
@@ -481,12 +493,14 @@ describe('plain HTTP', () => {
     expect(dash.status).toBe(200);
     expect(dash.headers.get('content-type')).toMatch(/^application\/json/);
 
-    const missing = await fetch(`${relay.url}/nope`, { method: 'POST', body: '{}' });
+    const missing = await fetch(`${relay.url}/v1/nope`, { method: 'POST', body: '{}' });
     expect(missing.status).toBe(404);
     expect(missing.headers.get('x-oneapi-request-id')).toBeTruthy();
-    const err = (await missing.json()) as { error: { message: string; type: string } };
-    expect(err.error.type).toBe('invalid_request_error');
-    expect(err.error.message).toContain('/nope');
+    expect(await missing.json()).toEqual({ error: { message: 'Invalid URL (POST /v1/nope)', type: 'invalid_request_error', param: '', code: '' } });
+    // Outside /v1 and /api new-api serves its console's page for any path.
+    const page = await fetch(`${relay.url}/nope`, { method: 'POST', body: '{}' });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
   });
 
   it('uses keep-alive; reset clears requests, counts and behaviours', async () => {

@@ -16,12 +16,17 @@ function multipart(boundary: string, nl: string, parts: Array<{ name: string; va
   return s + `--${boundary}--${nl}`;
 }
 
-describe('requestedModel: form bodies (the relay binds them too)', () => {
+describe('requestedModel: form bodies (the relay reads them too)', () => {
   it('reads the model of a multipart body whatever the case of its boundary (browsers mix cases)', async () => {
     const b = '----WebKitFormBoundaryAbC123xYz';
     const body = multipart(b, '\r\n', [{ name: 'file', value: 'RIFF....', filename: 'a.wav' }, { name: 'model', value: 'vend-flash-free' }]);
     expect(await modelOf(`multipart/form-data; boundary=${b}`, body)).toEqual({ ok: true, model: 'vend-flash-free' });
-    expect(await modelOf(`Multipart/Form-Data; Boundary="${b}"`, body)).toEqual({ ok: true, model: 'vend-flash-free' });
+    expect(await modelOf(`multipart/form-data; Boundary="${b}"`, body)).toEqual({ ok: true, model: 'vend-flash-free' });
+  });
+
+  it('refuses a multipart type the relay does not recognise because of its letter case (it reads no model from it)', async () => {
+    const body = multipart('b1', '\r\n', [{ name: 'model', value: 'vend-flash-free' }]);
+    expect(await modelOf('Multipart/Form-Data; boundary=b1', body)).toMatchObject({ ok: false, status: 400 });
   });
 
   it('reads LF-only multipart bodies, as Go does', async () => {
@@ -29,17 +34,26 @@ describe('requestedModel: form bodies (the relay binds them too)', () => {
     expect(await modelOf('multipart/form-data; boundary=XyZ', body)).toEqual({ ok: true, model: 'vend-flash-free' });
   });
 
-  it('takes the first model part, and never a file part named model', async () => {
+  it('never takes a file part named model for the model', async () => {
     const body = multipart('b0', '\r\n', [
       { name: 'model', value: 'ignored.bin', filename: 'model' },
+      { name: 'model', value: 'the-one' },
+    ]);
+    expect(await modelOf('multipart/form-data; boundary=b0', body)).toEqual({ ok: true, model: 'the-one' });
+  });
+
+  // new-api turns a repeated form field into an array, which its model struct cannot take: it answers 400.
+  it('refuses a repeated model field, multipart or urlencoded, as the relay does', async () => {
+    const body = multipart('b0', '\r\n', [
       { name: 'model', value: 'first' },
       { name: 'model', value: 'second' },
     ]);
-    expect(await modelOf('multipart/form-data; boundary=b0', body)).toEqual({ ok: true, model: 'first' });
+    expect(await modelOf('multipart/form-data; boundary=b0', body)).toMatchObject({ ok: false, status: 400 });
+    expect(await modelOf('application/x-www-form-urlencoded', 'model=vend-flash-free&model=x')).toMatchObject({ ok: false, status: 400 });
   });
 
-  it('reads urlencoded forms, first value first', async () => {
-    expect(await modelOf('application/x-www-form-urlencoded', 'model=vend-flash-free&model=x')).toEqual({ ok: true, model: 'vend-flash-free' });
+  it('reads urlencoded forms', async () => {
+    expect(await modelOf('application/x-www-form-urlencoded', 'model=vend-flash-free&language=en')).toEqual({ ok: true, model: 'vend-flash-free' });
   });
 
   it('reads a compressed JSON body once decoded', async () => {

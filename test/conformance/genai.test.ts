@@ -58,7 +58,7 @@ describe('genai SDK through sluice: calls', () => {
 
     const r = lastRequest(h.relay);
     expect(r.url).toBe(`/v1beta/models/${FREE}:generateContent`);
-    expectForwardedAuth(r, key);
+    expectForwardedAuth(r, key, 'x-goog-api-key');
     expect(bodyJson(r)['contents']).toEqual([{ role: 'user', parts: [{ text: 'hi' }] }]);
   });
 
@@ -81,7 +81,7 @@ describe('genai SDK through sluice: calls', () => {
     expect(total).toBeGreaterThan(0);
     const r = lastRequest(h.relay);
     expect(r.url).toBe(`/v1beta/models/${FREE}:streamGenerateContent?alt=sse`);
-    expectForwardedAuth(r, key);
+    expectForwardedAuth(r, key, 'x-goog-api-key');
     expect(r.closedEarly).toBe(false);
   });
 
