@@ -107,7 +107,9 @@ const CORS_NORMAL: Readonly<Record<string, string>> = Object.freeze({
  * call that needs a key (the relay answers it by its route: 204 with an Origin, else 404).
  */
 function isPreflight(req: IncomingMessage): boolean {
-  return req.method === 'OPTIONS' && !!req.headers.origin && !!req.headers['access-control-request-method'] && !hasBody(req);
+  if (req.method !== 'OPTIONS' || !req.headers.origin || !req.headers['access-control-request-method']) return false;
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
 }
 
 /**

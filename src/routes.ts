@@ -155,7 +155,7 @@ exact('/v1/audio/speech', { family: 'v1_other', post: body(true, 'none', 'tts-1'
 // Transcriptions skip the generic read; both audio uploads read the body again, multipart included, ignoring failures.
 exact('/v1/audio/transcriptions', { family: 'v1_other', post: body(false, 'lenient', 'whisper-1') });
 exact('/v1/audio/translations', { family: 'v1_other', post: body(true, 'lenient', 'whisper-1') });
-exact('/v1/realtime', { family: 'v1_other', get: QUERY });
+exact('/v1/realtime', { family: 'v1_other', get: QUERY, post: GENERIC });
 exact('/v1/videos', { family: 'v1_other', post: TASK_BODY });
 exact('/v1/video/generations', { family: 'v1_other', post: TASK_BODY });
 exact('/pg/chat/completions', { family: 'playground', post: body(true, 'strict') });
@@ -164,7 +164,7 @@ exact('/kling/v1/videos/image2video', { family: 'tasks', post: KLING });
 exact('/jimeng/', { family: 'tasks', post: JIMENG });
 
 // Families of the paths that are no model route.
-const MODELS_LIST = route('/v1/models', { family: 'models' });
+const MODELS_LIST = route('/v1/models', { family: 'models', post: GENERIC });
 const MODELS_ITEM = route('/v1/models/x', { family: 'models', post: PATH });
 const GEMINI_MODELS = route('/v1beta/models/x', { family: 'gemini', post: PATH });
 const GEMINI_LIST = route('/v1beta/models', { family: 'gemini' });

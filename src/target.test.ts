@@ -7,7 +7,7 @@ import type { LimitStore } from './limits/guard.js';
 import { compileIpRules } from './limits/ip.js';
 import { requestedModel } from './model/index.js';
 import { modelFromPath } from './model/path.js';
-import { parseTarget, type Target } from './target.js';
+import { invalidTargetReason, parseTarget, type Target } from './target.js';
 
 function target(url: string): Target {
   const t = parseTarget(url);
@@ -207,5 +207,55 @@ describe('decisions are taken on the path decoded once', () => {
     expect(match(pathOf('/api/log/%2574oken'))?.name).toBe('api-and-dashboard'); // `/api/log/%74oken`, under /api/*
     expect(match(pathOf('/%2561pi/log/token'))).toBeNull(); // `/%61pi/log/token`
     expect(match(pathOf('/v1/dashboard%2Fbilling/usage'))?.name).toBe('api-and-dashboard');
+  });
+});
+
+describe('dot segments: refused, never matched as one path and forwarded as another', () => {
+  it.each([
+    '/x/../api/log/token',
+    '/api/log/./token',
+    '/x/../v1/chat/completions',
+    '/v1/chat/completions/..',
+    '/v1/chat/completions/.',
+    '/x/%2e%2e/api/log/token',
+    '/x/.%2E/api/log/token',
+    '/api/log/%2e/token',
+    '/x/%2E%2e%2Fapi/log/token',
+    '/x\\..\\api/log/token',
+    '/x/%5C..%5Capi/log/token',
+    '/x/..;/api/log/token',
+    '/./v1/models',
+  ])('%s', (url) => {
+    expect(parseTarget(url)).toBeNull();
+    expect(invalidTargetReason(url)).toMatch(/'\.' or '\.\.' segment/);
+  });
+
+  it('keeps dots that are not whole segments', () => {
+    expect(parseTarget('/v1beta/models/gemini-2.0-flash:generateContent')).not.toBeNull();
+    expect(parseTarget('/v1/models/.hidden')).not.toBeNull();
+    expect(parseTarget('/v1/files/a..b')).not.toBeNull();
+    expect(parseTarget('/v1/chat/completions?next=/../x')).not.toBeNull(); // the query is no path
+    expect(parseTarget('/x/%252e%252e/api')).toMatchObject({ path: '/x/%2e%2e/api' }); // decoded once: no dot segment
+  });
+
+  it('names the malformed escape when that is the fault', () => {
+    expect(invalidTargetReason('/v1/%zz')).toMatch(/percent escape/);
+  });
+});
+
+describe('the key= query where the relay reads it', () => {
+  it('removes it under /v1/models/ too, where the relay would let it override the authenticated key', () => {
+    expect(target('/v1/models/gemini:generateContent?key=other&alt=sse')).toMatchObject({ forwardUrl: '/v1/models/gemini:generateContent?alt=sse', queryKey: false });
+  });
+
+  it('on GET /v1/models, where it only chooses the Gemini answer format, records it so a key header can say the same', () => {
+    expect(target('/v1/models?key=sk-abc')).toMatchObject({ forwardUrl: '/v1/models', queryKey: true });
+    expect(target('/v1/models?key=')).toMatchObject({ forwardUrl: '/v1/models', queryKey: false });
+    expect(target('/v1/models?limit=5')).toMatchObject({ forwardUrl: '/v1/models?limit=5', queryKey: false });
+  });
+
+  it('exposes the query as sent', () => {
+    expect(target('/v1/realtime?model=vend-flash-free')).toMatchObject({ query: 'model=vend-flash-free' });
+    expect(target('/v1/realtime')).toMatchObject({ query: '' });
   });
 });

@@ -51,7 +51,7 @@ export function parseTarget(rawUrl: string | undefined): Target | null {
   let path = pathUnescape(rawPath);
   if (path === undefined) return null;
   if (path !== rawPath) path = collapseSlashes(path);
-  if (path.includes('.') && hasDotSegment(path)) return null;
+  if ((path.includes('/.') || path.includes('\\.')) && hasDotSegment(path)) return null;
   let forwardQuery = q === -1 ? '' : url.slice(q);
   let queryKey = false;
   if (query && readsQueryKey(path)) {

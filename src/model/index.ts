@@ -72,10 +72,12 @@ export function requestedModel(
     default:
   }
   const ct = headers['content-type'] ?? '';
-  const read = (b: Buffer | null, h: StructureHints | undefined): ModelResult => readPlan(plan, ct, b, h, path, method, query);
   // An empty body is read as it is: the relay refuses what it cannot read in it, if anything.
-  if (body !== null && body.length > 0 && needsDecoding(headers['content-encoding'])) return decodedModel(body, headers, maxBytes, read);
-  return read(body, hints ?? undefined);
+  if (body !== null && body.length > 0 && needsDecoding(headers['content-encoding'])) {
+    const p = plan;
+    return decodedModel(body, headers, maxBytes, (b, h) => readPlan(p, ct, b, h, path, query));
+  }
+  return readPlan(plan, ct, body, hints ?? undefined, path, query);
 }
 
 async function decodedModel(
@@ -104,7 +106,7 @@ async function prepassInTurns(body: Buffer): Promise<ModelPrepass> {
 }
 
 /** Carries out a plan that reads the body (or a task route's own rules) on the body as it will be read. */
-function readPlan(plan: ModelPlan, ct: string, body: Buffer | null, hints: StructureHints | undefined, path: string, method: string, query: string): ModelResult {
+function readPlan(plan: ModelPlan, ct: string, body: Buffer | null, hints: StructureHints | undefined, path: string, query: string): ModelResult {
   switch (plan.kind) {
     case 'body':
       break;
@@ -123,6 +125,8 @@ function readPlan(plan: ModelPlan, ct: string, body: Buffer | null, hints: Struc
   if (plan.first && !(ct.length > JSON_TYPE.length && ct.includes(MULTIPART_TYPE))) {
     const r = modelByContentType(ct, b, hints, false);
     if (!r.ok) return r;
+    // Nothing more to do for most routes: their answer is this read's.
+    if (plan.second === 'none' && (r.model !== null || (plan.fallback === null && !plan.engineParam))) return r;
     model = r.model;
   }
   if (plan.second !== 'none' && (plan.second !== 'lenient-form' || isExactFormType(ct))) {
