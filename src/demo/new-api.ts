@@ -196,6 +196,31 @@ function jsonModel(body: Buffer, exactKey: boolean): ModelRead {
   return { ok: true, model };
 }
 
+/**
+ * The value parts of a multipart body (name, value), as Go's multipart reader finds them for the
+ * forms clients send: parts end at CRLF (or LF) `--boundary`, a part with a filename is a file;
+ * null when the final boundary is missing.
+ */
+function multipartValues(body: string, boundary: string): Array<[string, string]> | null {
+  const first = body.indexOf(`--${boundary}`);
+  if (first === -1) return null;
+  const nl = body[first + boundary.length + 2] === '\r' ? '\r\n' : '\n';
+  const parts = body.slice(first).split(`${nl}--${boundary}`);
+  if (!parts[parts.length - 1]!.startsWith('--')) return null;
+  const out: Array<[string, string]> = [];
+  for (const raw of parts.slice(0, -1)) {
+    const part = raw.startsWith(`--${boundary}`) ? raw.slice(boundary.length + 2) : raw;
+    const split = part.indexOf(`${nl}${nl}`);
+    if (split === -1) return null;
+    const head = part.slice(0, split);
+    const disposition = /^content-disposition:\s*form-data\s*;(.*)$/im.exec(head)?.[1] ?? '';
+    const name = /(?:^|;)\s*name\s*=\s*(?:"([^"]*)"|([^;\s]+))/i.exec(disposition);
+    if (!name || /(?:^|;)\s*filename\s*=\s*"?[^";\s]/i.test(disposition)) continue;
+    out.push([Buffer.from(name[1] ?? name[2]!, 'latin1').toString('utf8'), Buffer.from(part.slice(split + nl.length * 2), 'latin1').toString('utf8')]);
+  }
+  return out;
+}
+
 /** getModelFromRequest: by Content-Type, JSON, then a form, then multipart. */
 async function modelByContentType(ct: string, body: Buffer): Promise<ModelRead> {
   if (ct.startsWith('application/json')) return jsonModel(body, true);
@@ -205,15 +230,10 @@ async function modelByContentType(ct: string, body: Buffer): Promise<ModelRead> 
     return structModel(q.pairs);
   }
   if (ct.includes('multipart/form-data')) {
-    if (!/;\s*boundary=/i.test(ct)) return jsonModel(body, false);
-    let form: FormData;
-    try {
-      form = await new Response(new Uint8Array(body), { headers: { 'content-type': ct } }).formData();
-    } catch (err) {
-      return INVALID(`multipart: ${(err as Error).message}`);
-    }
-    const pairs: Array<[string, string]> = [];
-    for (const [k, v] of form.entries()) if (typeof v === 'string') pairs.push([k, v]);
+    const boundary = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(ct);
+    if (!boundary) return jsonModel(body, false);
+    const pairs = multipartValues(body.toString('latin1'), boundary[1] ?? boundary[2]!);
+    if (pairs === null) return INVALID('multipart: NextPart: EOF');
     return structModel(pairs);
   }
   return { ok: true, model: '' };
