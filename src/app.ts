@@ -8,7 +8,9 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createAdminHandler } from './admin/server.js';
 import { KeyService } from './admin/keys.js';
-import { Authenticator, storeKeySource, type AuthenticatorOptions } from './auth/authenticator.js';
+import { Authenticator, storeKeySource, type AuthenticatorOptions, type KeySource } from './auth/authenticator.js';
+import { RelayKeySource } from './auth/relay-db/source.js';
+import { sqliteModulePath } from './auth/relay-db/sqlite.js';
 import { systemClock, type Clock } from './clock.js';
 import { publicConfig, type Config } from './config.js';
 import { ConfigWatcher } from './config-watch.js';
@@ -43,6 +45,8 @@ export interface SluiceOptions {
 
 export interface Sluice {
   readonly store: Store;
+  /** The relay's database as a key source, when `relayDb.url` is set. */
+  readonly relayKeys: RelayKeySource | null;
   readonly keys: KeyService;
   readonly log: Logger;
   readonly metrics: Metrics;
@@ -64,6 +68,28 @@ export function createStore(config: Config, log: Logger): Store {
   if (config.redis.url) return new RedisStore(redisStoreOptions(config.redis, config.redis.url));
   log.warn('SLUICE_REDIS_URL is not set: using the embedded in-process store. Keys and limits live in this process only; run exactly one replica.');
   return new MemoryStore();
+}
+
+/** The relay's database as a key source, or null when none is configured. */
+function createRelayKeySource(config: Config, clock: Clock, log: Logger, metrics: Metrics): RelayKeySource | null {
+  const r = config.relayDb;
+  if (!r.dsn) return null;
+  // A missing optional driver is a start-up error (exit 78), not a surprise on the first request.
+  if (r.dsn.dialect === 'sqlite') sqliteModulePath('SLUICE_RELAY_DB');
+  return new RelayKeySource({
+    dsn: r.dsn,
+    schema: r.schema === 'auto' ? null : r.schema,
+    poolSize: r.poolSize,
+    queryTimeoutMs: r.queryTimeoutMs,
+    maxAgeMs: r.recheckSeconds * 1000,
+    staleMs: r.staleSeconds * 1000,
+    clock,
+    log,
+    observe: (op, seconds, failed) => {
+      metrics.relayDbSeconds.cell({ op }).observe(seconds);
+      if (failed) metrics.relayDbErrors.inc({ op });
+    },
+  });
 }
 
 export function createSluice(opts: SluiceOptions): Sluice {
@@ -89,7 +115,12 @@ export function createSluice(opts: SluiceOptions): Sluice {
   });
   // The embedded store makes no round trip: only Redis lookups are timed (sluice_store_seconds).
   const timed = store.kind === 'redis' ? <T>(fn: () => Promise<T>): Promise<T> => metrics.timeStore('find_key', fn) : undefined;
-  const authenticator = new Authenticator([storeKeySource(store, timed)], clock, opts.auth);
+  const relayKeys = createRelayKeySource(config, clock, log, metrics);
+  // The relay's database first: it is authoritative for the keys it holds (a key it refuses is
+  // refused, whatever sluice's registry says); the registry answers for keys it does not hold.
+  const sources: KeySource[] = [storeKeySource(store, timed)];
+  if (relayKeys) sources.unshift(relayKeys);
+  const authenticator = new Authenticator(sources, clock, opts.auth);
   const forwarder = new Forwarder({ upstream: config.upstream.url, openStreams: metrics.openStreams });
   const keys = new KeyService(store, clock, (hash) => authenticator.onChange({ type: 'deleted', hash }));
   let draining = false;
@@ -121,7 +152,21 @@ export function createSluice(opts: SluiceOptions): Sluice {
     adminToken: config.adminToken,
     keys,
     freeTier: () => policy.freeTier,
-    ready: async () => !draining && (await store.ping()),
+    ready: async () => {
+      const storeUp = await store.ping();
+      const checks: Record<string, unknown> = { store: storeUp ? 'ok' : 'unreachable' };
+      let ready = !draining && storeUp;
+      if (relayKeys) {
+        // Not ready until the relay's database was reached once (a wrong address or password
+        // keeps a new Pod out of service); an outage after that is reported but does not take
+        // the replica out: known keys keep working, and every replica would go at once.
+        const h = relayKeys.health();
+        checks.relayDb = { state: h.state, since: new Date(h.since).toISOString(), database: h.database, schema: h.schema, error: h.error };
+        if (h.state === 'starting') ready = false;
+      }
+      if (draining) checks.draining = true;
+      return { ready, checks };
+    },
     effectiveConfig: () => publicConfig(config),
     metrics,
   });
@@ -165,6 +210,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
   let closed = false;
   const sluice: Sluice = {
     store,
+    relayKeys,
     keys,
     log,
     metrics,
@@ -175,6 +221,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
       const port = await listenOn(publicServer, config.port, config.host);
       const adminPort = await listenOn(adminServer, config.adminPort, config.adminHost);
       watcher?.start();
+      relayKeys?.start();
       log.info({ port, adminPort, upstream: config.upstream.url.origin, store: store.kind }, 'sluice listening');
       return { port, adminPort };
     },
@@ -208,6 +255,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
       adminServer.closeAllConnections();
       await Promise.all([stopListening(publicServer), stopListening(adminServer)]);
       forwarder.close();
+      await relayKeys?.close();
       await store.close();
     },
   };

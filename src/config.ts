@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { BlockList, isIP } from 'node:net';
 import { parse as parseYaml } from 'yaml';
+import { describeRelayDsn, parseRelayDsn, type RelayDsn } from './auth/relay-db/dsn.js';
 import { ConfigError } from './errors.js';
 
 export interface IpLimitRule {
@@ -50,9 +51,26 @@ export interface RedisConfig {
   batchDecisions: boolean;
 }
 
+/** The relay's own database, where the keys made in its console live (docs/relay-keys.md). */
+export interface RelayDbConfig {
+  /** Parsed from `SLUICE_RELAY_DB` / `relayDb.url`, in the relay's own `SQL_DSN` forms; null: not used. */
+  dsn: RelayDsn | null;
+  /** `auto`: new-api or one-api, told from the tables. */
+  schema: 'auto' | 'new-api' | 'one-api';
+  /** Connections per replica (a sidecar per relay Pod multiplies them). */
+  poolSize: number;
+  /** Bound on one statement, connecting included. */
+  queryTimeoutMs: number;
+  /** A key's answer is trusted at most this long: the bound on seeing a console change. */
+  recheckSeconds: number;
+  /** How long a key seen valid keeps working while the database cannot be reached. */
+  staleSeconds: number;
+}
+
 export interface Config {
   upstream: { url: URL; credential: string | null };
   redis: RedisConfig;
+  relayDb: RelayDbConfig;
   host: string;
   port: number;
   adminHost: string;
@@ -100,6 +118,7 @@ export const DEFAULTS = Object.freeze({
   rememberRefusalsSeconds: 10,
   redisKeyPrefix: 'sluice:',
   redisCommandTimeoutMs: 100,
+  relayDb: { schema: 'auto' as RelayDbConfig['schema'], poolSize: 2, queryTimeoutMs: 2000, recheckSeconds: 10, staleSeconds: 900 },
 });
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -225,6 +244,29 @@ function freeTier(v: unknown): FreeTierConfig {
   };
 }
 
+function relayDb(v: unknown, envUrl: string | undefined, envSchema: string | undefined): RelayDbConfig {
+  const d = DEFAULTS.relayDb;
+  const r = v === undefined ? {} : v;
+  if (!isObject(r)) throw new ConfigError('config key "relayDb" must be a mapping');
+  checkKeys(r, ['url', 'schema', 'poolSize', 'queryTimeoutMs', 'recheckSeconds', 'staleSeconds'], 'relayDb.');
+  const urlRaw = envUrl ?? r.url;
+  const urlKey = envUrl !== undefined ? 'SLUICE_RELAY_DB' : 'relayDb.url';
+  if (urlRaw !== undefined && typeof urlRaw !== 'string') throw new ConfigError(`config key "${urlKey}" must be a string`);
+  const schemaKey = envSchema !== undefined ? 'SLUICE_RELAY_DB_SCHEMA' : 'relayDb.schema';
+  const schema = envSchema ?? r.schema ?? d.schema;
+  if (schema !== 'auto' && schema !== 'new-api' && schema !== 'one-api') {
+    throw new ConfigError(`config key "${schemaKey}" must be auto, new-api or one-api, got ${JSON.stringify(schema)}`);
+  }
+  return {
+    dsn: urlRaw === undefined ? null : parseRelayDsn(urlRaw, urlKey),
+    schema,
+    poolSize: r.poolSize === undefined ? d.poolSize : int(r.poolSize, 'relayDb.poolSize', 1, 32),
+    queryTimeoutMs: r.queryTimeoutMs === undefined ? d.queryTimeoutMs : int(r.queryTimeoutMs, 'relayDb.queryTimeoutMs', 50, 60_000),
+    recheckSeconds: r.recheckSeconds === undefined ? d.recheckSeconds : int(r.recheckSeconds, 'relayDb.recheckSeconds', 1, 3600),
+    staleSeconds: r.staleSeconds === undefined ? d.staleSeconds : int(r.staleSeconds, 'relayDb.staleSeconds', 0, 7 * 86400),
+  };
+}
+
 function ipLimits(v: unknown): IpLimitRule[] {
   if (v === undefined) return DEFAULT_IP_LIMITS.map((r) => ({ ...r, paths: [...r.paths] }));
   if (!Array.isArray(v)) throw new ConfigError('config key "ipLimits" must be a list of rules');
@@ -277,6 +319,7 @@ export function readConfigFile(path: string): Raw {
 const FILE_KEYS = [
   'upstream',
   'redis',
+  'relayDb',
   'host',
   'port',
   'adminHost',
@@ -299,6 +342,8 @@ export const ENV_VARS = {
   SLUICE_REDIS_SENTINELS: 'redis.sentinels (comma-separated host:port)',
   SLUICE_REDIS_SENTINEL_NAME: 'redis.sentinelName',
   SLUICE_REDIS_CLUSTER_NODES: 'redis.clusterNodes (comma-separated host:port)',
+  SLUICE_RELAY_DB: "relayDb.url (the relay's SQL_DSN, or sqlite:<path>)",
+  SLUICE_RELAY_DB_SCHEMA: 'relayDb.schema (auto, new-api, one-api)',
   SLUICE_DRAIN_SECONDS: 'drainSeconds',
   SLUICE_HOST: 'host',
   SLUICE_PORT: 'port',
@@ -381,6 +426,7 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
   }
 
   const cfg: Config = {
+    relayDb: relayDb(file.relayDb, e('SLUICE_RELAY_DB'), e('SLUICE_RELAY_DB_SCHEMA')),
     upstream: {
       url: httpUrl(upstreamRaw, upstreamKey),
       credential: credRaw === undefined ? null : str(credRaw, 'upstream.credential'),
@@ -419,6 +465,7 @@ export function publicConfig(cfg: Config): Record<string, unknown> {
     ...cfg,
     upstream: { url: cfg.upstream.url.href, credential: cfg.upstream.credential ? '[set]' : null },
     redis: { ...cfg.redis, url: cfg.redis.url ? redactUrl(cfg.redis.url) : null },
+    relayDb: { ...cfg.relayDb, dsn: cfg.relayDb.dsn ? describeRelayDsn(cfg.relayDb.dsn) : null },
     adminToken: cfg.adminToken ? '[set]' : null,
   };
 }

@@ -12,6 +12,12 @@ import { StoreUnavailableError } from '../errors.js';
 import type { FreeTierLimiter } from '../limits/free-tier.js';
 import type { Metrics } from '../metrics/index.js';
 
+export interface Readiness {
+  ready: boolean;
+  /** Per dependency: a short state, and details an operator reads. */
+  checks: Record<string, unknown>;
+}
+
 export interface AdminDeps {
   log: Logger;
   adminToken: string | null;
@@ -19,8 +25,8 @@ export interface AdminDeps {
   /** The current free-tier limiter (it changes on config reload). */
   freeTier: () => FreeTierLimiter;
   metrics: Metrics;
-  /** True when the store answers and the config is loaded. */
-  ready: () => Promise<boolean>;
+  /** Whether this replica should get traffic, with what each dependency says (shown in /readyz). */
+  ready: () => Promise<Readiness>;
   effectiveConfig: () => Record<string, unknown>;
 }
 
@@ -83,8 +89,8 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
       return void res.end(text);
     }
     if (path === '/readyz') {
-      const ok = await d.ready();
-      return json(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not ready' });
+      const r = await d.ready();
+      return json(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks });
     }
     if (!path.startsWith('/admin/')) return fail(res, 404, 'not_found', 'no such admin endpoint');
     if (!authorized(req)) {

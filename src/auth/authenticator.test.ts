@@ -14,8 +14,8 @@ function manualSource(known: Map<string, KeyIdentity>) {
   let down = false;
   const source: KeySource = {
     name: 'manual',
-    findByHash: (hash) =>
-      new Promise((resolve, reject) => waiting.push(() => (down ? reject(new Error('down')) : resolve(known.get(hash) ?? null)))),
+    find: (_key, hash) =>
+      new Promise((resolve, reject) => waiting.push(() => (down ? reject(new Error('down')) : resolve(known.get(hash) ?? 'unknown')))),
     onChange: (l) => (listener = l),
   };
   return {
@@ -117,7 +117,7 @@ describe('Authenticator', () => {
       const known = new Map([[hashKey(KEY), alice(KEY)]]);
       const m = manualSource(known);
       let asked = 0;
-      const counted: KeySource = { ...m.source, findByHash: (h) => (asked++, m.source.findByHash(h)) };
+      const counted: KeySource = { ...m.source, find: (k, h, b) => (asked++, m.source.find(k, h, b)) };
       const a = new Authenticator([counted], clock, { positiveTtlMs: 60_000, staleTtlMs: 15 * 60_000, ...opts });
       const p = a.authenticate([KEY]);
       m.release();
@@ -225,6 +225,59 @@ describe('Authenticator', () => {
       expect(asked()).toBe(3); // its own lookup
       m.release();
       expect(await p).toMatchObject({ ok: true });
+    });
+  });
+
+  describe('several sources', () => {
+    /** A source answering at once from a table; records what it was asked. */
+    const table = (name: string, answers: Record<string, 'unknown' | 'refused' | KeyIdentity>, maxAgeMs?: number) => {
+      const asked: Array<{ key: string; background: boolean }> = [];
+      const source: KeySource = {
+        name,
+        maxAgeMs,
+        find: async (key, _hash, background) => {
+          asked.push({ key, background });
+          return answers[key] ?? 'unknown';
+        },
+      };
+      return { source, asked };
+    };
+
+    it('asks the next source only for a key the first does not know', async () => {
+      const relay = table('relay', { [KEY]: alice(KEY, '42') });
+      const registry = table('registry', { [OTHER]: alice(OTHER, 'bob') });
+      const a = new Authenticator([relay.source, registry.source], new ManualClock());
+      expect(await a.authenticate([KEY])).toMatchObject({ ok: true, identity: { user: '42' } });
+      expect(registry.asked).toEqual([]);
+      expect(await a.authenticate([OTHER])).toMatchObject({ ok: true, identity: { user: 'bob' } });
+      expect(relay.asked.map((q) => q.key)).toEqual([KEY, OTHER]);
+    });
+
+    it('takes a refusal from the first source as the verdict, whatever a later source knows', async () => {
+      const relay = table('relay', { [KEY]: 'refused' });
+      const registry = table('registry', { [KEY]: alice(KEY, 'bob') });
+      const a = new Authenticator([relay.source, registry.source], new ManualClock());
+      expect(await a.authenticate([KEY])).toMatchObject({ ok: false, reason: 'invalid' });
+      expect(registry.asked).toEqual([]);
+    });
+
+    it("trusts a source's answer no longer than the source allows, renewing it in the background while in use", async () => {
+      const clock = new ManualClock();
+      const relay = table('relay', { [KEY]: alice(KEY, '42') }, 10_000);
+      const a = new Authenticator([relay.source], clock, { positiveTtlMs: 60_000 });
+      await a.authenticate([KEY]);
+      clock.advance(7_000);
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      expect(relay.asked).toHaveLength(1);
+      clock.advance(600); // past three quarters of 10 s: renewed in the background, the request is answered now
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      expect(relay.asked.at(-1)).toEqual({ key: KEY, background: true });
+      await settle();
+      expect(relay.asked).toHaveLength(2);
+      clock.advance(10_500); // not used since the renewal's answer, 10.5 s ago: not trusted from the cache any more
+      expect(a.cached([KEY])).toBeNull();
+      expect(await a.authenticate([KEY])).toMatchObject({ ok: true });
+      expect(relay.asked.at(-1)).toEqual({ key: KEY, background: false });
     });
   });
 });

@@ -49,6 +49,10 @@ export class Metrics {
   readonly shadowRejections = this.add(
     new Counter('sluice_shadow_rejections_total', 'Calls a limit in shadow mode would have rejected (admitted anyway)', ['limit', 'reason']),
   );
+  readonly relayDbSeconds = this.add(
+    new Histogram('sluice_relay_db_seconds', "Statements against the relay's database (lookup: one batch of keys; schema: reading its tables)", ['op'], FAST_BUCKETS),
+  );
+  readonly relayDbErrors = this.add(new Counter('sluice_relay_db_errors_total', "Statements against the relay's database that failed or timed out, by operation", ['op']));
   readonly configReloads = this.add(new Counter('sluice_config_reloads_total', 'Config file reloads by result (success, failure)', ['result']));
   readonly openStreams = this.add(new Gauge('sluice_open_streams', 'Event streams (text/event-stream responses) currently open'));
   readonly inflight = this.add(new Gauge('sluice_inflight_requests', 'Requests currently being handled'));
