@@ -280,4 +280,82 @@ describe('Authenticator', () => {
       expect(relay.asked.at(-1)).toEqual({ key: KEY, background: false });
     });
   });
+
+  describe('timing of answers from a source with a short trust bound', () => {
+    /** A source whose answers the test releases, with a trust bound of 10 s. */
+    const slow = () => {
+      const m = manualSource(new Map([[hashKey(KEY), alice(KEY, '42')]]));
+      const asked: boolean[] = [];
+      let hurried = 0;
+      const source: KeySource = {
+        ...m.source,
+        maxAgeMs: 10_000,
+        staleMs: 60_000,
+        find: (k, h, background) => (asked.push(background), m.source.find(k, h, background)),
+        hurry: () => void hurried++,
+      };
+      return { m, source, asked, hurried: () => hurried };
+    };
+
+    it('counts an answer\'s age from when the source was asked, not from when it answered', async () => {
+      const clock = new ManualClock();
+      const s = slow();
+      const a = new Authenticator([s.source], clock);
+      const p = a.authenticate([KEY]);
+      clock.advance(3_000); // the source takes 3 s to answer
+      s.m.release();
+      await p;
+      clock.advance(6_900);
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      clock.advance(200); // 10.1 s after it was asked
+      expect(a.cached([KEY])).toBeNull();
+    });
+
+    it('asks at once when a request joins a background renewal the source may be holding back', async () => {
+      const clock = new ManualClock();
+      const s = slow();
+      const a = new Authenticator([s.source], clock);
+      const first = a.authenticate([KEY]);
+      s.m.release();
+      await first;
+      clock.advance(8_000);
+      expect(a.cached([KEY])).toMatchObject({ ok: true }); // renewal starts in the background
+      expect(s.asked).toEqual([false, true]);
+      expect(s.hurried()).toBe(0);
+      clock.advance(2_500); // expired before the renewal answered: the request waits for it
+      expect(a.cached([KEY])).toBeNull();
+      const waiting = a.authenticate([KEY]);
+      expect(s.hurried()).toBe(1);
+      expect(s.asked).toHaveLength(2); // joined, not asked twice
+      s.m.release();
+      expect(await waiting).toMatchObject({ ok: true });
+    });
+
+    it('during an outage, answers a known key from the cache at once instead of waiting on a failing source for every request', async () => {
+      const clock = new ManualClock();
+      const s = slow();
+      const a = new Authenticator([s.source], clock);
+      const first = a.authenticate([KEY]);
+      s.m.release();
+      await first;
+      s.m.setDown(true);
+      clock.advance(10_500); // past the trust bound: one request must ask, and gets the stale answer
+      const p = a.authenticate([KEY]);
+      s.m.release();
+      expect(await p).toMatchObject({ ok: true });
+      const askedSoFar = s.asked.length;
+      // The next requests do not wait on the failing source...
+      for (let i = 0; i < 5; i++) expect(a.cached([KEY])).toMatchObject({ ok: true });
+      expect(s.asked).toHaveLength(askedSoFar);
+      // ...which is tried again in the background every few seconds.
+      clock.advance(5_000);
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      expect(s.asked).toHaveLength(askedSoFar + 1);
+      // The stale period still ends.
+      s.m.release();
+      await settle();
+      clock.advance(60_000);
+      expect(a.cached([KEY])).toBeNull();
+    });
+  });
 });

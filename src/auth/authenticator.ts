@@ -36,6 +36,8 @@ export interface KeySource {
    * the source may gather it with others before asking.
    */
   find(key: string, hash: string, background: boolean): Promise<SourceAnswer>;
+  /** A request now waits for a lookup asked as `background`: ask without further delay. */
+  hurry?(): void;
   onChange?(listener: (change: KeyChange) => void): void;
 }
 
@@ -64,6 +66,8 @@ export interface AuthenticatorOptions {
 
 interface Lookup {
   answer: Promise<KeyIdentity | null>;
+  /** Asked as a background renewal (its source may be gathering company for it). */
+  background: boolean;
   /**
    * The last change heard for this hash while the lookup was under way; `flush` when every key
    * may have changed (the store's change feed reconnected, and what it missed is unknown).
@@ -86,6 +90,11 @@ interface Entry {
   renewFrom: number;
   /** While no source can answer, a found key keeps working until `at + stale`. */
   stale: number;
+  /**
+   * A lookup failed and this entry was served stale: it serves from the cache for the rest of its
+   * stale period (renewals are tried in the background) until an answer replaces it.
+   */
+  degraded?: boolean;
   /** No background renewal starts from this entry before this instant (one is under way, or failed). */
   renewAfter?: number;
 }
@@ -130,7 +139,12 @@ export class Authenticator {
   /** A cache entry still young enough to trust without asking a source. */
   private fresh(hash: string, now: number): Entry | undefined {
     const hit = this.cache.get(hash);
-    return hit && now - hit.at < hit.ttl ? hit : undefined;
+    if (hit === undefined) return undefined;
+    const age = now - hit.at;
+    if (age < hit.ttl) return hit;
+    // The sources failed lately: a key seen valid keeps serving (within its stale period) while
+    // renewals are tried in the background.
+    return hit.identity !== null && hit.degraded === true && age < hit.stale ? hit : undefined;
   }
 
   /**
@@ -191,8 +205,13 @@ export class Authenticator {
   /** The one lookup under way for this hash, started if there is none. */
   private ask(hash: string, key: string, background: boolean): Promise<KeyIdentity | null> {
     let lookup = this.pending.get(hash);
+    if (lookup && lookup.background && !background) {
+      // A request joins a renewal that may be waiting for company: it goes now.
+      lookup.background = false;
+      for (const s of this.sources) s.hurry?.();
+    }
     if (!lookup) {
-      const started: Lookup = { raced: null, answer: null as unknown as Promise<KeyIdentity | null> };
+      const started: Lookup = { raced: null, background, answer: null as unknown as Promise<KeyIdentity | null> };
       this.pending.set(hash, started);
       started.answer = this.askSources(hash, key, background, this.cache.get(hash), started).finally(() => {
         // A flush may have dropped this lookup and a newer one taken its place.
@@ -204,6 +223,9 @@ export class Authenticator {
   }
 
   private async askSources(hash: string, key: string, background: boolean, previous: Entry | undefined, lookup: Lookup): Promise<KeyIdentity | null> {
+    // An answer describes the source as it was when asked: its age counts from then, so nothing
+    // is trusted longer than its source allows, however long the asking took.
+    const askedAt = this.clock.now();
     let lastError: unknown = null;
     for (const source of this.sources) {
       let found: SourceAnswer;
@@ -214,24 +236,33 @@ export class Authenticator {
         continue;
       }
       if (found === 'refused') {
-        this.remember(hash, null, lookup.raced);
+        this.remember(hash, null, lookup.raced, askedAt);
         return null;
       }
       if (found !== 'unknown' && sameHash(found.hash, hash)) {
-        this.remember(hash, found, lookup.raced, source);
+        this.remember(hash, found, lookup.raced, askedAt, source);
         return found;
       }
     }
     if (lastError !== null) {
-      // Outage: a key seen valid recently keeps working; anything else is unknowable.
-      if (previous?.identity && this.clock.now() - previous.at < previous.stale) return previous.identity;
+      // Outage: a key seen valid recently keeps working; anything else is unknowable. Its next
+      // requests are answered from the cache at once (a lookup would only wait for the same
+      // failure), and it is asked for again in the background every RENEW_RETRY_MS.
+      const now = this.clock.now();
+      if (previous?.identity && now - previous.at < previous.stale) {
+        if (this.cache.get(hash) === previous) {
+          previous.degraded = true;
+          previous.renewAfter = now + RENEW_RETRY_MS;
+        }
+        return previous.identity;
+      }
       throw lastError;
     }
-    this.remember(hash, null, lookup.raced);
+    this.remember(hash, null, lookup.raced, askedAt);
     return null;
   }
 
-  private remember(hash: string, identity: KeyIdentity | null, raced: Lookup['raced'], source?: KeySource): void {
+  private remember(hash: string, identity: KeyIdentity | null, raced: Lookup['raced'], at: number, source?: KeySource): void {
     // A change arrived while we were asking and our answer may predate it: use it once, keep nothing.
     // Only a change that may contradict the answer counts (a creation cannot make a found key wrong).
     if (raced === 'flush' || (raced === 'deleted' && identity) || (raced === 'created' && !identity)) return;
@@ -244,7 +275,7 @@ export class Authenticator {
       }
     }
     this.cache.delete(hash);
-    this.cache.set(hash, { identity, at: this.clock.now(), stale: source?.staleMs ?? this.staleTtl, ...this.lifetime(identity, source?.maxAgeMs) });
+    this.cache.set(hash, { identity, at, stale: source?.staleMs ?? this.staleTtl, ...this.lifetime(identity, source?.maxAgeMs) });
   }
 
   /** How long an answer is trusted, and from when it is renewed while in use. */

@@ -6,7 +6,7 @@ import { safeError, type DriverOptions, type RelayDbDriver } from './driver.js';
 export function openPostgres(dsn: Extract<RelayDsn, { dialect: 'postgres' }>, opts: DriverOptions): RelayDbDriver {
   const secrets = passwordOf(dsn.connectionString);
   const pool = new pg.Pool({
-    connectionString: dsn.connectionString,
+    connectionString: libpqSemantics(dsn.connectionString),
     max: opts.poolSize,
     connectionTimeoutMillis: opts.queryTimeoutMs,
     // Client-side bound (the socket is dropped) and server-side bound (the statement is cancelled).
@@ -31,6 +31,25 @@ export function openPostgres(dsn: Extract<RelayDsn, { dialect: 'postgres' }>, op
     },
     close: () => pool.end(),
   };
+}
+
+/**
+ * The relay's driver (pgx) reads `sslmode` as libpq does: `require` encrypts without verifying
+ * the certificate. node-postgres 8 reads `require` as `verify-full` unless asked for libpq's
+ * meaning, so the same SQL_DSN against a managed database with a private CA would work for the
+ * relay and fail for sluice. One difference stays: libpq's `prefer` falls back to plain text
+ * when the server offers no TLS; node-postgres then fails (use `sslmode=disable` there).
+ */
+export function libpqSemantics(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return url;
+  }
+  if (!u.searchParams.has('sslmode') || u.searchParams.has('uselibpqcompat')) return url;
+  u.searchParams.set('uselibpqcompat', 'true');
+  return u.toString();
 }
 
 function passwordOf(url: string): string[] {

@@ -128,6 +128,10 @@ export class RelayKeySource implements KeySource {
     return { id: String(row.id), user: String(row.userId), hash };
   }
 
+  hurry(): void {
+    if (this.queue.size > 0 && !this.closed) this.turnFlush ??= setImmediate(this.flush);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     if (this.turnFlush) clearImmediate(this.turnFlush);
