@@ -6,7 +6,7 @@
  * The database sees bounded load whatever the traffic:
  * - a key the authenticator holds costs nothing until its answer is three quarters of `maxAgeMs`
  *   old; then, while it is in use, it is renewed in the background;
- * - lookups are batched: one statement carries up to `batchSize` keys; those a request waits for
+ * - lookups are batched: one statement carries up to `batchSize` (500) keys; those a request waits for
  *   leave at the end of the event-loop turn, renewals wait up to `renewWindowMs` for company
  *   (1 s, or an eighth of `maxAgeMs` when that is shorter);
  * - at most `poolSize` statements run at once, and at most `maxQueued` keys wait: past that a
@@ -68,7 +68,7 @@ interface Waiter {
   reject: (err: Error) => void;
 }
 
-export const RELAY_DB_DEFAULTS = Object.freeze({ batchSize: 200, maxQueued: 5000, renewWindowMs: 1000, retryMs: 5000 });
+export const RELAY_DB_DEFAULTS = Object.freeze({ batchSize: 500, maxQueued: 5000, renewWindowMs: 1000, retryMs: 5000 });
 
 export class RelayKeySource implements KeySource {
   readonly name = 'relay-db';
