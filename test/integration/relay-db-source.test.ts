@@ -179,4 +179,33 @@ describe('relay keys: bounds', () => {
       await oneApi.drop();
     }
   });
+
+  it("waits for the relay's SQLite write lock off the event loop, and at most the query timeout", async () => {
+    const lite = await createRelayDb('sqlite');
+    const { source } = await countedSource(lite, { queryTimeoutMs: 400 });
+    try {
+      const t = await lite.addToken(await lite.addUser());
+      expect(await find(source, t.key)).toMatchObject({ id: String(t.id) }); // schema read, file open
+      await lite.exec('BEGIN EXCLUSIVE'); // the relay writing: readers must wait
+      let ticks = 0;
+      const timer = setInterval(() => ticks++, 10);
+      const started = performance.now();
+      const outcome = await find(source, consoleKey()).then(
+        () => 'answered',
+        (err: Error) => err.message,
+      );
+      const waited = performance.now() - started;
+      clearInterval(timer);
+      await lite.exec('COMMIT');
+      expect(outcome).toMatch(/locked|busy|took longer/i);
+      expect(waited).toBeGreaterThanOrEqual(350);
+      expect(waited).toBeLessThan(3000);
+      // The event loop kept turning while the lookup waited (a blocked loop would tick about once).
+      expect(ticks).toBeGreaterThan(10);
+      expect(await find(source, t.key)).toMatchObject({ id: String(t.id) });
+    } finally {
+      await source.close();
+      await lite.drop();
+    }
+  });
 });
