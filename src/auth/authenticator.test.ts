@@ -297,6 +297,17 @@ describe('Authenticator', () => {
       return { m, source, asked, hurried: () => hurried };
     };
 
+    /** An authenticator over `slow()` that has found KEY once. */
+    const warmSlow = async () => {
+      const clock = new ManualClock();
+      const s = slow();
+      const a = new Authenticator([s.source], clock);
+      const first = a.authenticate([KEY]);
+      s.m.release();
+      await first;
+      return { clock, s, a };
+    };
+
     it('counts an answer\'s age from when the source was asked, not from when it answered', async () => {
       const clock = new ManualClock();
       const s = slow();
@@ -312,12 +323,7 @@ describe('Authenticator', () => {
     });
 
     it('asks at once when a request joins a background renewal the source may be holding back', async () => {
-      const clock = new ManualClock();
-      const s = slow();
-      const a = new Authenticator([s.source], clock);
-      const first = a.authenticate([KEY]);
-      s.m.release();
-      await first;
+      const { clock, s, a } = await warmSlow();
       clock.advance(8_000);
       expect(a.cached([KEY])).toMatchObject({ ok: true }); // renewal starts in the background
       expect(s.asked).toEqual([false, true]);
@@ -332,12 +338,7 @@ describe('Authenticator', () => {
     });
 
     it('during an outage, answers a known key from the cache at once instead of waiting on a failing source for every request', async () => {
-      const clock = new ManualClock();
-      const s = slow();
-      const a = new Authenticator([s.source], clock);
-      const first = a.authenticate([KEY]);
-      s.m.release();
-      await first;
+      const { clock, s, a } = await warmSlow();
       s.m.setDown(true);
       clock.advance(10_500); // past the trust bound: one request must ask, and gets the stale answer
       const p = a.authenticate([KEY]);

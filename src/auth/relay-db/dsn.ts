@@ -55,35 +55,32 @@ export function parseRelayDsn(raw: string, setting: string): RelayDsn {
 
 type Bad = (why: string) => ConfigError;
 
-function postgres(value: string, bad: Bad): RelayDsn {
+/** A URL form: its parsed URL and database name, or the error naming what is missing. */
+function urlForm(value: string, scheme: 'postgres' | 'mysql', bad: Bad): { u: URL; database: string } {
   let u: URL;
   try {
     u = new URL(value);
   } catch {
-    throw bad('it is not a valid postgres:// URL');
+    throw bad(`it is not a valid ${scheme}:// URL`);
   }
   const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
-  if (u.hostname === '' && !u.searchParams.has('host')) throw bad('the postgres URL names no host');
-  if (database === '') throw bad('the postgres URL names no database (postgres://user:pass@host:5432/<database>)');
+  if (u.hostname === '' && !(scheme === 'postgres' && u.searchParams.has('host'))) throw bad(`the ${scheme} URL names no host`);
+  if (database === '') throw bad(`the ${scheme} URL names no database (${scheme}://user:pass@host/<database>)`);
+  return { u, database };
+}
+
+function postgres(value: string, bad: Bad): RelayDsn {
+  const { u, database } = urlForm(value, 'postgres', bad);
   return { dialect: 'postgres', connectionString: value, host: u.hostname || (u.searchParams.get('host') ?? ''), database };
 }
 
 function mysqlUrl(value: string, bad: Bad): RelayDsn {
-  let u: URL;
-  try {
-    u = new URL(value);
-  } catch {
-    throw bad('it is not a valid mysql:// URL');
-  }
-  const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
-  if (u.hostname === '') throw bad('the mysql URL names no host');
-  if (database === '') throw bad('the mysql URL names no database (mysql://user:pass@host:3306/<database>)');
-  const port = u.port === '' ? MYSQL_PORT : Number(u.port);
+  const { u, database } = urlForm(value, 'mysql', bad);
   const params = new Map(u.searchParams);
   return {
     dialect: 'mysql',
     host: u.hostname.replace(/^\[|\]$/g, ''),
-    port,
+    port: u.port === '' ? MYSQL_PORT : Number(u.port),
     socketPath: null,
     user: decodeURIComponent(u.username),
     password: decodeURIComponent(u.password),
