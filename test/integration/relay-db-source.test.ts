@@ -9,6 +9,7 @@ import pino from 'pino';
 import { systemClock } from '../../src/clock.js';
 import { parseRelayDsn } from '../../src/auth/relay-db/dsn.js';
 import { openDriver, type RelayDbDriver } from '../../src/auth/relay-db/driver.js';
+import type { SqliteDriver } from '../../src/auth/relay-db/sqlite.js';
 import { RelayKeySource, RelayDbBusyError, type RelayKeySourceOptions } from '../../src/auth/relay-db/source.js';
 import { hashKey } from '../../src/auth/keys.js';
 import { consoleKey, createRelayDb, DIALECTS, type Dialect, type RelayDbFixture, type RelayFlavour } from '../support/relay-db.js';
@@ -20,13 +21,14 @@ async function countedSource(fx: RelayDbFixture, over: Partial<RelayKeySourceOpt
   const dsn = parseRelayDsn(fx.dsn, 'SLUICE_RELAY_DB');
   const real = await openDriver(dsn, { poolSize: 2, queryTimeoutMs: 5000 });
   const statements: string[] = [];
+  const params: unknown[][] = [];
   const driver: RelayDbDriver = {
     dialect: real.dialect,
-    query: (s) => (statements.push(s.sql), real.query(s)),
+    query: (s) => (statements.push(s.sql), params.push(s.params), real.query(s)),
     close: () => real.close(),
   };
   const source = new RelayKeySource({ dsn, schema: null, poolSize: 2, queryTimeoutMs: 5000, maxAgeMs: 10_000, staleMs: 60_000, clock: systemClock, log: quiet, driver, ...over });
-  return { source, statements, lookups: () => statements.filter((s) => s.includes('FROM tokens')).length };
+  return { source, statements, params, real, lookups: () => statements.filter((s) => s.includes('FROM tokens')).length };
 }
 
 const find = (s: RelayKeySource, key: string, background = false) => s.find(key, hashKey(key), background);
@@ -101,15 +103,16 @@ describe.each(CASES)('relay keys on %s (%s schema)', (dialect, flavour) => {
     expect(await find(src.source, `sk-${t.key}`)).toMatchObject({ id: String(t.id) });
   });
 
-  it('answers hostile keys (quotes, NUL, 10 KB) as unknown, and a batch they share still finds the good key', async () => {
+  it('answers hostile keys (quotes, comments, NUL, 10 KB) as unknown without sending them, and a batch they share still finds the good key', async () => {
     const good = await fx.addToken(user);
     const before = src.lookups();
-    const hostile = [`sk-'; DROP TABLE tokens; --`, `sk-a"b\`c'd`, `sk-ab\0cd`, `sk-${'x'.repeat(10_240)}`, `sk-${'y'.repeat(129)}`, 'sk-%', 'sk-_'];
+    const hostile = [`sk-'; DROP TABLE tokens; --`, "sk-x')OR/**/1=1#", `sk-a"b\`c'd`, 'sk-a\\', `sk-ab\0cd`, `sk-${'x'.repeat(10_240)}`, `sk-${'y'.repeat(129)}`, 'sk-%', 'sk-_'];
     const answers = await Promise.all([...hostile.map((k) => find(src.source, k)), find(src.source, `sk-${good.key}`)]);
     expect(answers.slice(0, -1)).toEqual(hostile.map(() => 'unknown'));
     expect(answers.at(-1)).toMatchObject({ id: String(good.id) });
-    // One statement for all of them: the unstorable ones never reach the database.
+    // One statement for all of them, carrying only the good key: nothing else reaches the database.
     expect(src.lookups() - before).toBe(1);
+    expect(src.params.at(-1)).toEqual([good.key]);
     expect((await fx.exec('SELECT COUNT(*) AS n FROM tokens'))[0]!.n).toBeTruthy();
   });
 
@@ -206,6 +209,43 @@ describe('relay keys: bounds', () => {
     } finally {
       await source.close();
       await lite.drop();
+    }
+  });
+
+  it('starts a new SQLite reader thread when the last one died, instead of failing every lookup until restart', async () => {
+    const lite = await createRelayDb('sqlite');
+    const { source, real } = await countedSource(lite);
+    try {
+      const t = await lite.addToken(await lite.addUser());
+      expect(await find(source, t.key)).toMatchObject({ id: String(t.id) });
+      await (real as SqliteDriver).endWorker();
+      const other = await lite.addToken(await lite.addUser());
+      expect(await find(source, other.key)).toMatchObject({ id: String(other.id) });
+    } finally {
+      await source.close();
+      await lite.drop();
+    }
+  });
+
+  it('never sends a key crafted to escape MySQL quoting (NO_BACKSLASH_ESCAPES): it reads nothing and waits for nothing', async () => {
+    // Under NO_BACKSLASH_ESCAPES a server reads mysql2's backslash escaping differently, and these
+    // keys would read every row, or the relay's keys one character at a time by SLEEP timing. What
+    // decides is that no such byte reaches the server: only the console's alphabet is ever sent.
+    const my = await createRelayDb('mysql');
+    const { source, params } = await countedSource(my);
+    try {
+      const t = await my.addToken(await my.addUser());
+      const crafted = ["sk-x')OR/**/1=1#", "sk-x')OR/**/IF(SUBSTR((SELECT/**/`key`/**/FROM/**/tokens/**/LIMIT/**/1),1,1)=0x73,SLEEP(1),0)#"];
+      const started = performance.now();
+      const answers = await Promise.all([...crafted.map((k) => find(source, k)), find(source, t.key)]);
+      expect(answers.slice(0, 2)).toEqual(['unknown', 'unknown']);
+      expect(answers[2]).toMatchObject({ id: String(t.id) });
+      expect(performance.now() - started).toBeLessThan(900);
+      expect(params.flat().length).toBeGreaterThan(0);
+      for (const v of params.flat()) expect(String(v)).toMatch(/^[0-9A-Za-z]+$/);
+    } finally {
+      await source.close();
+      await my.drop();
     }
   });
 });

@@ -35,6 +35,8 @@ describe('parseRelayDsn: the forms the relay takes in SQL_DSN', () => {
   it('reads tls= and timeout= from the Go form and mysql:// URLs', () => {
     expect(parse('u:p@tcp(db:3306)/x?tls=true&timeout=5s')).toMatchObject({ tls: 'verify', connectTimeoutMs: 5000 });
     expect(parse('u:p@tcp(db:3306)/x?tls=skip-verify&timeout=1m30s')).toMatchObject({ tls: 'skip-verify', connectTimeoutMs: 90_000 });
+    // The Go driver's `preferred` encrypts without checking the certificate.
+    expect(parse('u:p@tcp(db:3306)/x?tls=preferred')).toMatchObject({ tls: 'skip-verify' });
     expect(parse('mysql://u:p%40x@db:3310/oneapi?ssl=true')).toMatchObject({ dialect: 'mysql', host: 'db', port: 3310, password: 'p@x', database: 'oneapi', tls: 'verify' });
   });
 

@@ -168,8 +168,10 @@ function goMysql(value: string, bad: Bad): RelayDsn {
 
 function tlsMode(v: string | undefined, bad: Bad): 'off' | 'verify' | 'skip-verify' {
   if (v === undefined || v === '' || v === 'false' || v === 'disable' || v === 'DISABLED') return 'off';
-  if (v === 'true' || v === 'preferred' || v === 'required' || v === 'REQUIRED' || v === 'VERIFY_IDENTITY' || v === 'verify-full') return 'verify';
-  if (v === 'skip-verify' || v === 'VERIFY_CA') return 'skip-verify';
+  if (v === 'true' || v === 'required' || v === 'REQUIRED' || v === 'VERIFY_IDENTITY' || v === 'verify-full') return 'verify';
+  // The Go driver's `preferred` encrypts without checking the certificate (and falls back to plain
+  // text when the server offers no TLS, which mysql2 cannot: there sluice fails; use tls=false).
+  if (v === 'skip-verify' || v === 'preferred' || v === 'VERIFY_CA') return 'skip-verify';
   throw bad(`tls=${v.slice(0, 20)} is not supported (use true, skip-verify or false)`);
 }
 

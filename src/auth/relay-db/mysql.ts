@@ -3,6 +3,10 @@ import mysql from 'mysql2/promise';
 import type { RelayDsn } from './dsn.js';
 import { safeError, type DriverOptions, type RelayDbDriver } from './driver.js';
 
+interface CoreConnection {
+  query(sql: string, callback: (err: Error | null) => void): void;
+}
+
 export function openMysql(dsn: Extract<RelayDsn, { dialect: 'mysql' }>, opts: DriverOptions): RelayDbDriver {
   const pool = mysql.createPool({
     ...(dsn.socketPath ? { socketPath: dsn.socketPath } : { host: dsn.host, port: dsn.port }),
@@ -20,8 +24,16 @@ export function openMysql(dsn: Extract<RelayDsn, { dialect: 'mysql' }>, opts: Dr
     dateStrings: true,
     ...(dsn.tls === 'off' ? {} : { ssl: { rejectUnauthorized: dsn.tls === 'verify' } }),
   });
-  // A pooled connection that breaks while idle is reported on the pool; the next query reconnects.
-  pool.on('connection', (c) => c.on('error', () => {}));
+  pool.on('connection', (c) => {
+    // A pooled connection that breaks while idle is reported on it; the next query reconnects.
+    c.on('error', () => {});
+    // mysql2 escapes bound values itself, with backslashes: a server in NO_BACKSLASH_ESCAPES mode
+    // would read them otherwise. Keys reaching here are alphanumeric anyway (rules.ts); this keeps
+    // the escaping sound for any value.
+    // (The promise pool re-emits the core pool's event: `c` is a callback-style connection, whatever
+    // its type says. Issued here, the statement runs before the pool hands the connection out.)
+    (c as unknown as CoreConnection).query("SET SESSION sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', '')", () => {});
+  });
   const secrets = dsn.password.length ? [dsn.password] : [];
   return {
     dialect: 'mysql',

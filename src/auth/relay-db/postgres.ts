@@ -9,9 +9,9 @@ export function openPostgres(dsn: Extract<RelayDsn, { dialect: 'postgres' }>, op
     connectionString: libpqSemantics(dsn.connectionString),
     max: opts.poolSize,
     connectionTimeoutMillis: opts.queryTimeoutMs,
-    // Client-side bound (the socket is dropped) and server-side bound (the statement is cancelled).
+    // A client-side bound. Not statement_timeout: node-postgres sends that as a start-up
+    // parameter, which PgBouncer and managed poolers refuse (the relay's driver sends none).
     query_timeout: opts.queryTimeoutMs,
-    statement_timeout: opts.queryTimeoutMs,
     idleTimeoutMillis: 30_000,
     application_name: 'sluice',
     allowExitOnIdle: true,

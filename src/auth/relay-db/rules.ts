@@ -59,16 +59,18 @@ export function relayKeyBody(presented: string): string {
 export const MAX_RELAY_KEY_LENGTH = 128;
 
 /**
- * Whether a body could be stored in the relay's `key` column at all: 1 to 128 visible ASCII
- * characters (the console generates 48 of [0-9a-zA-Z]). Anything else is answered "not a relay
- * key" without a query; it also keeps bytes a database refuses in a parameter (a NUL fails a
- * whole PostgreSQL query) out of the batches other keys share.
+ * Whether a body could be a key of the relay's console: 1 to 128 of `[0-9A-Za-z]` (new-api and
+ * one-api generate 48 of them; a `-` is already cut away). Anything else is answered "not a relay
+ * key" without a query. This is also what keeps hostile bytes away from every database: a NUL
+ * fails a whole PostgreSQL statement (and the batch other keys share), and a quote must never
+ * depend on a driver's escaping being read as the server reads it (MySQL's NO_BACKSLASH_ESCAPES).
  */
 export function couldBeRelayKey(body: string): boolean {
   if (body.length === 0 || body.length > MAX_RELAY_KEY_LENGTH) return false;
   for (let i = 0; i < body.length; i++) {
     const c = body.charCodeAt(i);
-    if (c < 0x21 || c > 0x7e) return false;
+    const alnum = (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
+    if (!alnum) return false;
   }
   return true;
 }

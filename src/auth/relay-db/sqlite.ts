@@ -54,41 +54,55 @@ export function sqliteModulePath(setting: string): string {
   }
 }
 
-export function openSqlite(dsn: Extract<RelayDsn, { dialect: 'sqlite' }>, opts: DriverOptions): RelayDbDriver {
+export interface SqliteDriver extends RelayDbDriver {
+  /** Ends the worker thread as a crash would; the next statement starts a new one. */
+  endWorker(): Promise<void>;
+}
+
+export function openSqlite(dsn: Extract<RelayDsn, { dialect: 'sqlite' }>, opts: DriverOptions): SqliteDriver {
   const module = sqliteModulePath('SLUICE_RELAY_DB');
-  const worker = new Worker(WORKER_SOURCE, {
-    eval: true,
-    workerData: { module, path: dsn.path, busyMs: opts.queryTimeoutMs },
-    // A worker of its own: none of the parent's --import hooks are needed for plain CommonJS.
-    execArgv: [],
-  });
-  // The worker holds no request: it must not keep the process alive on its own.
-  worker.unref();
   const waiting = new Map<number, { resolve: (rows: Array<Record<string, unknown>>) => void; reject: (e: Error) => void }>();
   let next = 0;
-  let dead: Error | null = null;
-  worker.on('message', (r: Reply) => {
-    const w = waiting.get(r.id);
-    if (!w) return;
-    waiting.delete(r.id);
-    if (r.error !== undefined) w.reject(Object.assign(new Error(r.error), { code: r.code }));
-    else w.resolve(r.rows ?? []);
-  });
-  const fail = (err: Error): void => {
-    dead = err;
-    for (const w of waiting.values()) w.reject(err);
-    waiting.clear();
+  let closed = false;
+  let worker: Worker | null = null;
+
+  /** The worker thread, started again on the next statement if the last one died. */
+  const running = (): Worker => {
+    if (worker) return worker;
+    const w = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { module, path: dsn.path, busyMs: opts.queryTimeoutMs },
+      // A worker of its own: none of the parent's --import hooks are needed for plain CommonJS.
+      execArgv: [],
+    });
+    // The worker holds no request: it must not keep the process alive on its own.
+    w.unref();
+    w.on('message', (r: Reply) => {
+      const p = waiting.get(r.id);
+      if (!p) return;
+      waiting.delete(r.id);
+      if (r.error !== undefined) p.reject(Object.assign(new Error(r.error), { code: r.code }));
+      else p.resolve(r.rows ?? []);
+    });
+    const died = (err: Error): void => {
+      if (worker === w) worker = null;
+      for (const p of waiting.values()) p.reject(err);
+      waiting.clear();
+    };
+    w.on('error', died);
+    w.on('exit', (code) => died(new Error(`the SQLite worker thread exited (${code})`)));
+    worker = w;
+    return w;
   };
-  worker.on('error', fail);
-  worker.on('exit', (code) => fail(new Error(`the SQLite worker thread exited (${code})`)));
 
   return {
     dialect: 'sqlite',
     query(s) {
-      if (dead) return Promise.reject(dead);
+      if (closed) return Promise.reject(new Error('the SQLite reader is closed'));
+      const w = running();
       const id = next++;
       const answer = new Promise<Array<Record<string, unknown>>>((resolve, reject) => waiting.set(id, { resolve, reject }));
-      worker.postMessage({ id, sql: s.sql, params: s.params });
+      w.postMessage({ id, sql: s.sql, params: s.params });
       // The worker answers every statement in order; one that outlives the bound is given up here
       // (its answer, when it comes, finds no one waiting).
       return withTimeout(answer, opts.queryTimeoutMs + 250, 'a SQLite statement').catch((err: Error) => {
@@ -97,7 +111,11 @@ export function openSqlite(dsn: Extract<RelayDsn, { dialect: 'sqlite' }>, opts: 
       });
     },
     async close() {
-      await worker.terminate();
+      closed = true;
+      await worker?.terminate();
+    },
+    async endWorker() {
+      await worker?.terminate();
     },
   };
 }
