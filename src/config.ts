@@ -463,7 +463,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 export function publicConfig(cfg: Config): Record<string, unknown> {
   return {
     ...cfg,
-    upstream: { url: cfg.upstream.url.href, credential: cfg.upstream.credential ? '[set]' : null },
+    upstream: { ...cfg.upstream, url: redactUrl(cfg.upstream.url.href), credential: cfg.upstream.credential ? '[set]' : null },
     redis: { ...cfg.redis, url: cfg.redis.url ? redactUrl(cfg.redis.url) : null },
     relayDb: { ...cfg.relayDb, dsn: cfg.relayDb.dsn ? describeRelayDsn(cfg.relayDb.dsn) : null },
     adminToken: cfg.adminToken ? '[set]' : null,
