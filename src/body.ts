@@ -107,6 +107,21 @@ export class Accumulator {
   }
 }
 
+/**
+ * Reads and drops the rest of a body sluice refused part-way (or before reading it), at most
+ * `maxBytes` more, so that the client, still uploading, reads the answer: closing a socket with
+ * unread bytes in it makes the kernel answer RST, which can discard the answer unread. Past
+ * `maxBytes` (a body of unknown length that goes on) the connection is closed.
+ */
+export function dropRest(req: IncomingMessage, maxBytes: number): void {
+  let dropped = 0;
+  req.on('data', (c: Buffer) => {
+    dropped += c.length;
+    if (dropped > maxBytes) req.destroy();
+  });
+  req.resume();
+}
+
 /** A declared body, even an empty one, is read and re-sent with its exact length. */
 export function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;

@@ -79,6 +79,12 @@ export interface SendErrorOptions {
   headers?: Record<string, string>;
   /** Close the connection afterwards (also done, whatever this says, when the request body is unread). */
   close?: boolean;
+  /**
+   * The caller reads and drops the rest of a body of declared length, so the connection can stay
+   * open: a client still uploading then reads this answer instead of a reset (closing a socket
+   * with unread bytes makes the kernel answer RST, which can discard the answer unread).
+   */
+  dropsRest?: boolean;
 }
 
 /**
@@ -99,7 +105,7 @@ export function sendError(res: ServerResponse, err: ErrorSpec, requestId: string
     return;
   }
   const headers: Record<string, string | number> = { 'x-oneapi-request-id': requestId, ...opts.headers };
-  if (opts.close || bodyUnread(res)) headers['connection'] = 'close';
+  if (opts.close || (!opts.dropsRest && bodyUnread(res))) headers['connection'] = 'close';
   if (!err.json) {
     headers['content-length'] = 0;
     res.writeHead(err.status, headers);

@@ -11,7 +11,7 @@ import type { Authenticator } from './auth/authenticator.js';
 import { credentialRules, presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
 import type { BodyBudget, BodyLease } from './body-budget.js';
-import { declaredLength, hasBody, readBody } from './body.js';
+import { declaredLength, dropRest, hasBody, readBody } from './body.js';
 import { resolveClientIp } from './client-ip.js';
 import type { Clock } from './clock.js';
 import { BodyBudgetExceededError, Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './errors.js';
@@ -150,9 +150,17 @@ export function createGateway(d: GatewayDeps): Gateway {
     done(t);
   }
 
-  function rejectBusy(res: ServerResponse, t: Trace): void {
+  /**
+   * 503 for a body the budget cannot hold. The rest of a body the client is sending anyway is read
+   * and dropped (held by nothing, at most maxBodyBytes), so that the client reads the answer
+   * instead of a reset; the request timeout still bounds a client that sends slowly. A client
+   * waiting for `100 Continue` sends nothing: its connection is simply closed.
+   */
+  function rejectBusy(res: ServerResponse, t: Trace, req: IncomingMessage): void {
     metrics.bodyBudgetRefusals.inc({});
-    reject(res, t, 'busy', Errors.BODIES_BUSY, { headers: { 'retry-after': '1' } });
+    const dropsRest = !t.expectsContinue && !req.complete && !req.destroyed;
+    if (dropsRest) dropRest(req, d.policy().config.maxBodyBytes);
+    reject(res, t, 'busy', Errors.BODIES_BUSY, { headers: { 'retry-after': '1' }, dropsRest });
   }
 
   function done(t: Trace): void {
@@ -218,7 +226,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       // The declared size is judged before the body is read, and before a client that asked for it is invited to send it.
       const declared = declaredLength(req);
       if (declared > max) return reject(res, t, 'too_large', Errors.BODY_TOO_LARGE, { params: { limit: max } });
-      if (declared > d.budget.free) return rejectBusy(res, t);
+      if (declared > d.budget.free) return rejectBusy(res, t, req);
       if (t.expectsContinue) {
         res.writeContinue();
         t.expectsContinue = false;
@@ -229,7 +237,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       const r = await readBody(req, max, prepass, lease);
       if (!r.ok) {
         if (r.reason === 'too-large') return reject(res, t, 'too_large', Errors.BODY_TOO_LARGE, { params: { limit: max } });
-        if (r.reason === 'busy') return rejectBusy(res, t);
+        if (r.reason === 'busy') return rejectBusy(res, t, req);
         if (t.logged) return; // answered 408 when the request timeout cut it
         t.decision = 'client_aborted';
         res.destroy();
@@ -352,7 +360,7 @@ export function createGateway(d: GatewayDeps): Gateway {
         return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': '1' } });
       }
       // A compressed body whose decoding the budget could not hold.
-      if (err instanceof BodyBudgetExceededError) return res.destroyed ? undefined : rejectBusy(res, t);
+      if (err instanceof BodyBudgetExceededError) return res.destroyed ? undefined : rejectBusy(res, t, req);
       log.error({ reqId: t.id, err: err instanceof Error ? err.stack : String(err) }, 'request handler failed');
       reject(res, t, 'internal_error', Errors.INTERNAL, { close: true });
     });

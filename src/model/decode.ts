@@ -34,12 +34,19 @@ const DECODERS = new Map<string, (input: Buffer) => Decoder>([
   ['br', () => createBrotliDecompress({ chunkSize: CHUNK })],
 ]);
 
-/** A zlib inflater's own memory: its state and 32 KB window, rounded up. */
-const ZLIB_WORKING_SET = 64 * 1024;
+/** A zlib inflater's own memory: its state, its 32 KB window and its first output chunk, rounded up. */
+const ZLIB_WORKING_SET = 128 * 1024;
+
+/**
+ * Huffman tables a brotli stream can make its decoder build: up to 256 trees each for literals,
+ * commands and distances (about 0.6, 1.1 and 1.2 MB at their largest), rounded up.
+ */
+const BROTLI_TABLES = 3 * 1024 * 1024;
 
 /**
  * A brotli decoder's own memory: its ring buffer, as large as the window the stream's header
- * declares (RFC 7932 section 9.1: up to 16 MiB, which a 10-byte body can ask for), plus its tables.
+ * declares (RFC 7932 section 9.1: up to 16 MiB, which a body of a few bytes can ask for), its
+ * tables and its first output chunk.
  */
 export function brotliWorkingSet(input: Buffer): number {
   const b = input[0] ?? 0;
@@ -48,7 +55,7 @@ export function brotliWorkingSet(input: Buffer): number {
   else if ((b >> 1) & 7) wbits = 17 + ((b >> 1) & 7);
   else if ((b >> 4) & 7) wbits = 8 + ((b >> 4) & 7);
   else wbits = 17;
-  return 2 ** wbits + 256 * 1024;
+  return 2 ** wbits + BROTLI_TABLES + CHUNK;
 }
 
 /** The codings a Content-Encoding field lists, in the order applied, without `identity` (no coding). */
