@@ -57,7 +57,7 @@ export interface Sluice {
   readonly metrics: Metrics;
   readonly publicServer: Server;
   readonly adminServer: Server;
-  /** Client connections the public listener accepts at most. */
+  /** Client connections the public listener accepts at most (at start-up; a reload may change it). */
   readonly maxConnections: number;
   /** The config in force now (changes on reload). */
   config(): Config;
@@ -262,6 +262,10 @@ export function createSluice(opts: SluiceOptions): Sluice {
           policy = buildPolicy(merged, limits, clock);
           config = merged;
           Object.assign(publicServer, serverTimeouts(merged));
+          const nextCap = connectionCap(merged.server.maxConnections, nofile, DEFAULTS.maxConnections);
+          if (nextCap.warning && nextCap.cap !== publicServer.maxConnections) log.warn({ maxConnections: nextCap.cap, openFileLimit: nofile }, nextCap.warning);
+          // Connections already open over a lowered cap stay; new ones wait for room.
+          publicServer.maxConnections = metrics.maxConnections.value = nextCap.cap;
           budget.limit = merged.bodyBudgetBytes;
           forwarder.setHeadersTimeout(merged.upstream.headersTimeoutSeconds);
           log.level = merged.logLevel;
