@@ -48,6 +48,9 @@ describe('admin API: request bodies over 64 KiB', () => {
   it.each([65_537, 65_560, 1024 * 1024, 3 * 1024 * 1024])('answer %i bytes with the documented 413, and the connection stays usable', async (size) => {
     const body = createBody(size);
     expect(body.length).toBe(size);
+    // 64 KiB itself is taken.
+    const edge = Buffer.from(JSON.stringify({ user: 'edge' }).padEnd(65_536, ' '));
+    expect((await adminCall(h.adminUrl, 'POST', '/admin/keys', edge)).status).toBe(201);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     try {
       const r = await adminCall(h.adminUrl, 'POST', '/admin/keys', body, { agent });
@@ -66,11 +69,6 @@ describe('admin API: request bodies over 64 KiB', () => {
     expect(r.status, r.text).toBe(413);
     expect(JSON.parse(r.text)).toMatchObject({ error: { code: 'body_too_large' } });
   });
-
-  it('still takes a body of exactly 64 KiB', async () => {
-    const r = await adminCall(h.adminUrl, 'POST', '/admin/keys', Buffer.from(JSON.stringify({ user: 'edge', name: 'x'.repeat(100) }).padEnd(65_536, ' ')));
-    expect(r.status, r.text).toBe(201);
-  });
 });
 
 describe('imported keys', () => {
@@ -87,9 +85,8 @@ describe('imported keys', () => {
     for (const sent of [`sk-sk-${body}`, `sk-${body}`]) {
       expect((await fetch(`${h.url}/v1/models`, { headers: { authorization: `Bearer ${sent}` } })).status).toBe(401);
     }
-  });
 
-  it('accepts one with or without its one sk-, and either form then works', async () => {
+    // With its one sk-, or without, it is taken, and either form then works.
     const withPrefix = await adminCall(h.adminUrl, 'POST', '/admin/keys', Buffer.from(JSON.stringify({ user: 'imp', key: `sk-${body}` })));
     expect(withPrefix.status).toBe(201);
     for (const sent of [`sk-${body}`, body]) {
@@ -115,7 +112,7 @@ describe('keys in paths and queries never reach the log', () => {
   });
   afterAll(() => sink.destroy());
 
-  it('redacts a key written into the path (a base-URL mistake), however the call ends', async () => {
+  it('redacts a key written into the path (a base-URL mistake), however the call ends, and logs no query string', async () => {
     const keyBody = key.slice(3);
     const calls: Array<[string, Record<string, string>]> = [
       // With the key also in its header: authenticated and forwarded (the relay answers what it answers).
@@ -134,14 +131,13 @@ describe('keys in paths and queries never reach the log', () => {
     const access = lines.filter((l) => l.msg === 'request');
     expect(access.map((l) => l.path)).toEqual(['/[redacted]/v1/models', '/[redacted]/v1/models', '/[redacted]/v1/chat/completions', '/v1/[redacted]']);
     expect(out).not.toContain(keyBody);
-  });
 
-  it('never logs a key given in the query string', async () => {
+    // Nor is a key given in the query string logged.
     out = '';
     await (await fetch(`${h.url}/v1beta/models/gemini-2.5-flash:generateContent?key=${key}`, { method: 'POST', headers: { 'x-goog-api-key': key }, body: '{}' })).arrayBuffer();
     await (await fetch(`${h.url}/v1/models?key=${key}&api_key=${key}`)).arrayBuffer();
     await new Promise((r) => setTimeout(r, 100));
     expect(out).toContain('"msg":"request"');
-    expect(out).not.toContain(key.slice(3));
+    expect(out).not.toContain(keyBody);
   });
 });
