@@ -185,25 +185,13 @@ class BodySource {
     this.lease = null;
     if (body === null) dest.end();
     else if (lease === null) dest.end(body);
-    else {
-      // The body's share of the budget goes back once it is in the relay socket's hands (the
-      // request's 'finish'), not when the answer ends: a stream may run for minutes after.
-      (dest as T & LeaseCarrier)[LEASE] = lease;
-      dest.end(body, releaseLease);
-    }
+    // The body's share of the budget goes back once it is in the relay socket's hands (the
+    // request's 'finish'), not when the answer ends: a stream may run for minutes after.
+    else dest.end(body, () => lease.release());
     return dest;
   }
 }
 const NO_BODY = new BodySource(null);
-
-const LEASE = Symbol('sluice.bodyLease');
-interface LeaseCarrier {
-  [LEASE]?: BodyLease;
-}
-
-function releaseLease(this: LeaseCarrier): void {
-  this[LEASE]?.release();
-}
 
 // A client that leaves stops the relay's work: http-proxy 1.18.1 would let it run on.
 function onClientClose(this: ServerResponse & Carrier): void {
