@@ -62,9 +62,9 @@ describe('Forwarder: the wait for the relay\'s headers', () => {
     expect(JSON.parse(slow.text)).toEqual({
       error: { code: 'upstream_timeout', message: expect.stringMatching(/within 1 seconds\. \(request id: req-1\)$/) as string, type: 'new_api_error' },
     });
-    // Swept once a second: answered between 1 and about 2 seconds.
+    // Swept once a second: answered after the bound, and long before the relay would have (never).
     expect(slow.ms).toBeGreaterThanOrEqual(990);
-    expect(slow.ms).toBeLessThan(2_500);
+    expect(slow.ms).toBeLessThan(5_000);
     await new Promise((r) => setTimeout(r, 100));
     expect(relayAborted).toBe(true);
     expect(results.map((r) => r.outcome)).toEqual(['completed', 'upstream-timeout']);

@@ -311,8 +311,10 @@ describe('connections (sluice as its own process, under a low descriptor limit)'
       // The three connections opened before still reach the relay.
       const during = await threeCalls(agent, child.port, key);
       expect(during.map((a) => `${a.status} ${a.status === 200 ? '' : a.text}`)).toEqual(['200 ', '200 ', '200 ']);
+      const fds = child.descriptors();
+      console.info(`[hostile connections] ulimit -n ${nofile}, cap ${cap}: ${held} of ${flood.length} flood connections held, ${fds} descriptors open`);
       expect(held).toBeLessThanOrEqual(cap);
-      expect(child.descriptors()).toBeLessThan(nofile);
+      expect(fds).toBeLessThan(nofile);
       expect(child.listening).toMatchObject({ openFileLimit: nofile, maxConnections: cap });
       // Liveness stays, readiness says it takes no more, the metrics say why.
       expect((await fetch(`${child.adminUrl}/healthz`)).status).toBe(200);
@@ -397,7 +399,8 @@ describe('timeouts', () => {
     const started = Date.now();
     const text = await c.waitFor(/HTTP\/1\.1 \d{3}[\s\S]*\r\n\r\n/, 5_000);
     expect(text).toMatch(/^HTTP\/1\.1 408 /);
-    expect(Date.now() - started).toBeLessThan(4_000);
+    // Bounded by the setting (1 s, checked each second), not by the 66 s Node allowed before.
+    expect(Date.now() - started).toBeLessThan(4_500);
     await c.waitFor(/$^/, 1_000);
     expect(c.closed).toBe(true);
   });
@@ -417,7 +420,8 @@ describe('timeouts', () => {
     const r = await post(port(), '/v1/chat/completions', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, Buffer.from('{"model":"gpt-4o"}'));
     expect(r.status).toBe(504);
     expect(JSON.parse(r.text)).toMatchObject({ error: { code: 'upstream_timeout', type: 'new_api_error' } });
-    expect(Date.now() - started).toBeLessThan(3_500);
+    // Bounded by the setting (1 s, swept each second), well before the relay's 10 s.
+    expect(Date.now() - started).toBeLessThan(6_000);
     // The relay sees its request cut, so it stops working on it.
     await h.relay.waitFor((rs) => rs.some((x) => x.closedEarly), 3_000);
 
