@@ -67,8 +67,28 @@ export interface RelayDbConfig {
   staleSeconds: number;
 }
 
+/** The public listener's bounds on connections and on how long a client may take to send. */
+export interface ServerConfig {
+  /**
+   * Open client connections at most; more are closed as they arrive. null: derived from the
+   * descriptor limit (src/connections.ts), at most DEFAULTS.maxConnections.
+   */
+  maxConnections: number | null;
+  /** A request's headers must be complete this long after its connection opened or went busy; else 408. */
+  headersTimeoutSeconds: number;
+  /** A whole request (headers and body) must have arrived this long after it began; else 408. */
+  requestTimeoutSeconds: number;
+  /** An idle keep-alive connection is closed after this long. */
+  keepAliveTimeoutSeconds: number;
+}
+
 export interface Config {
-  upstream: { url: URL; credential: string | null };
+  upstream: {
+    url: URL;
+    credential: string | null;
+    /** The relay's response headers must arrive this long after forwarding (0: no bound); else 504. */
+    headersTimeoutSeconds: number;
+  };
   redis: RedisConfig;
   relayDb: RelayDbConfig;
   host: string;
@@ -77,6 +97,11 @@ export interface Config {
   adminPort: number;
   adminToken: string | null;
   maxBodyBytes: number;
+  /** Bytes all request bodies in flight may hold together, raw and decoded; past it 503. */
+  bodyBudgetBytes: number;
+  /** A compressed body may decode to this many bytes at most; past it 413. */
+  maxDecodedBodyBytes: number;
+  server: ServerConfig;
   trustedProxies: string[];
   freeTier: FreeTierConfig;
   ipLimits: IpLimitRule[];
@@ -111,6 +136,13 @@ export const DEFAULTS = Object.freeze({
   adminHost: '0.0.0.0',
   adminPort: 9090,
   maxBodyBytes: 32 * 1024 * 1024,
+  bodyBudgetBytes: 64 * 1024 * 1024,
+  maxDecodedBodyBytes: 8 * 1024 * 1024,
+  maxConnections: 4096,
+  headersTimeoutSeconds: 15,
+  requestTimeoutSeconds: 120,
+  keepAliveTimeoutSeconds: 65,
+  upstreamHeadersTimeoutSeconds: 600,
   freeTier: { perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null as string[] | null, shadow: false },
   logLevel: 'info',
   accessLog: 'all' as AccessLogMode,
@@ -297,6 +329,21 @@ function ipLimits(v: unknown): IpLimitRule[] {
   });
 }
 
+function serverConfig(v: Raw, maxConnectionsEnv: string | undefined): ServerConfig {
+  const maxRaw = maxConnectionsEnv ?? v.maxConnections;
+  const c: ServerConfig = {
+    maxConnections: maxRaw === undefined ? null : int(maxRaw, maxConnectionsEnv ? 'SLUICE_MAX_CONNECTIONS' : 'server.maxConnections', 1, 1_000_000),
+    headersTimeoutSeconds: int(v.headersTimeoutSeconds ?? DEFAULTS.headersTimeoutSeconds, 'server.headersTimeoutSeconds', 1, 3600),
+    requestTimeoutSeconds: int(v.requestTimeoutSeconds ?? DEFAULTS.requestTimeoutSeconds, 'server.requestTimeoutSeconds', 1, 86_400),
+    keepAliveTimeoutSeconds: int(v.keepAliveTimeoutSeconds ?? DEFAULTS.keepAliveTimeoutSeconds, 'server.keepAliveTimeoutSeconds', 1, 3600),
+  };
+  // Node refuses a headers timeout longer than the request timeout it is part of.
+  if (c.headersTimeoutSeconds > c.requestTimeoutSeconds) {
+    throw new ConfigError(`config key "server.headersTimeoutSeconds" (${c.headersTimeoutSeconds}) must not exceed "server.requestTimeoutSeconds" (${c.requestTimeoutSeconds})`);
+  }
+  return c;
+}
+
 /** Reads the YAML file named by `SLUICE_CONFIG` (JSON is valid YAML). */
 export function readConfigFile(path: string): Raw {
   let text: string;
@@ -325,6 +372,9 @@ const FILE_KEYS = [
   'adminHost',
   'adminPort',
   'maxBodyBytes',
+  'bodyBudgetBytes',
+  'maxDecodedBodyBytes',
+  'server',
   'trustedProxies',
   'freeTier',
   'ipLimits',
@@ -352,6 +402,7 @@ export const ENV_VARS = {
   SLUICE_ADMIN_TOKEN: 'admin token (environment only)',
   SLUICE_LOG_LEVEL: 'logLevel',
   SLUICE_ACCESS_LOG: 'accessLog',
+  SLUICE_MAX_CONNECTIONS: 'server.maxConnections',
 } as const;
 
 /**
@@ -370,7 +421,10 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
   checkKeys(file, FILE_KEYS, '');
   const up = file.upstream === undefined ? {} : file.upstream;
   if (!isObject(up)) throw new ConfigError('config key "upstream" must be a mapping');
-  checkKeys(up, ['url', 'credential'], 'upstream.');
+  checkKeys(up, ['url', 'credential', 'headersTimeoutSeconds'], 'upstream.');
+  const srv = file.server === undefined ? {} : file.server;
+  if (!isObject(srv)) throw new ConfigError('config key "server" must be a mapping');
+  checkKeys(srv, ['maxConnections', 'headersTimeoutSeconds', 'requestTimeoutSeconds', 'keepAliveTimeoutSeconds'], 'server.');
   const rd = file.redis === undefined ? {} : file.redis;
   if (!isObject(rd)) throw new ConfigError('config key "redis" must be a mapping');
   checkKeys(rd, ['url', 'keyPrefix', 'commandTimeoutMs', 'sentinels', 'sentinelName', 'clusterNodes', 'batchDecisions'], 'redis.');
@@ -430,6 +484,7 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
     upstream: {
       url: httpUrl(upstreamRaw, upstreamKey),
       credential: credRaw === undefined ? null : str(credRaw, 'upstream.credential'),
+      headersTimeoutSeconds: int(up.headersTimeoutSeconds ?? DEFAULTS.upstreamHeadersTimeoutSeconds, 'upstream.headersTimeoutSeconds', 0, 86_400),
     },
     redis,
     host: str(e('SLUICE_HOST') ?? file.host ?? DEFAULTS.host, 'host'),
@@ -438,6 +493,9 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
     adminPort: int(e('SLUICE_ADMIN_PORT') ?? file.adminPort ?? DEFAULTS.adminPort, e('SLUICE_ADMIN_PORT') ? 'SLUICE_ADMIN_PORT' : 'adminPort', 0, 65535),
     adminToken: e('SLUICE_ADMIN_TOKEN') ?? null,
     maxBodyBytes: file.maxBodyBytes === undefined ? DEFAULTS.maxBodyBytes : int(file.maxBodyBytes, 'maxBodyBytes', 1, 2 ** 31 - 1),
+    bodyBudgetBytes: int(file.bodyBudgetBytes ?? DEFAULTS.bodyBudgetBytes, 'bodyBudgetBytes', 1, 2 ** 40),
+    maxDecodedBodyBytes: int(file.maxDecodedBodyBytes ?? DEFAULTS.maxDecodedBodyBytes, 'maxDecodedBodyBytes', 1, 2 ** 31 - 1),
+    server: serverConfig(srv, e('SLUICE_MAX_CONNECTIONS')),
     trustedProxies: trusted,
     freeTier: freeTier(file.freeTier),
     ipLimits: ipLimits(file.ipLimits),
@@ -446,6 +504,12 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
     drainSeconds: int(e('SLUICE_DRAIN_SECONDS') ?? file.drainSeconds ?? DEFAULTS.drainSeconds, e('SLUICE_DRAIN_SECONDS') ? 'SLUICE_DRAIN_SECONDS' : 'drainSeconds', 0, 3600),
     limits: { onStoreError, rememberRefusalsSeconds: int(lim.rememberRefusalsSeconds ?? DEFAULTS.rememberRefusalsSeconds, 'limits.rememberRefusalsSeconds', 0, 3600) },
   };
+  if (cfg.bodyBudgetBytes < cfg.maxBodyBytes) {
+    throw new ConfigError(`config key "bodyBudgetBytes" (${cfg.bodyBudgetBytes}) must be at least "maxBodyBytes" (${cfg.maxBodyBytes}), or a body of the allowed size could never be read`);
+  }
+  if (cfg.bodyBudgetBytes < cfg.maxDecodedBodyBytes) {
+    throw new ConfigError(`config key "bodyBudgetBytes" (${cfg.bodyBudgetBytes}) must be at least "maxDecodedBodyBytes" (${cfg.maxDecodedBodyBytes})`);
+  }
   if (cfg.adminToken !== null && cfg.adminToken.length < 16) {
     throw new ConfigError('SLUICE_ADMIN_TOKEN must be at least 16 characters long');
   }
@@ -463,7 +527,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 export function publicConfig(cfg: Config): Record<string, unknown> {
   return {
     ...cfg,
-    upstream: { url: cfg.upstream.url.href, credential: cfg.upstream.credential ? '[set]' : null },
+    upstream: { ...cfg.upstream, url: redactUrl(cfg.upstream.url.href), credential: cfg.upstream.credential ? '[set]' : null },
     redis: { ...cfg.redis, url: cfg.redis.url ? redactUrl(cfg.redis.url) : null },
     relayDb: { ...cfg.relayDb, dsn: cfg.relayDb.dsn ? describeRelayDsn(cfg.relayDb.dsn) : null },
     adminToken: cfg.adminToken ? '[set]' : null,

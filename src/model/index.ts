@@ -2,7 +2,8 @@
  * Which model a request asks for, read the way the relay will read it.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { decodeBody, needsDecoding } from './decode.js';
+import { BodyBudgetExceededError } from '../errors.js';
+import { decodeBody, needsDecoding, type DecodeBudget } from './decode.js';
 import { modelFromPath } from './path.js';
 import { ModelPrepass, type StructureHints } from './prepass.js';
 import { scanModel } from './scan.js';
@@ -49,19 +50,33 @@ export function requestedModel(
   maxBytes: number,
   /** From a prepass fed this very body, as sent. */
   hints?: StructureHints | null,
+  /** Where the bytes of a decoded body are counted while it is read (the request's BodyLease). */
+  budget?: DecodeBudget | null,
 ): ModelResult | Promise<ModelResult> {
   const fromPath = modelFromPath(path);
   if (fromPath !== undefined) return { ok: true, model: fromPath };
   if (method !== 'POST' || !path.startsWith('/v1/') || body === null || body.length === 0) return NONE;
-  if (needsDecoding(headers['content-encoding'])) return decodedModel(body, headers, maxBytes);
+  if (needsDecoding(headers['content-encoding'])) return decodedModel(body, headers, maxBytes, budget ?? null);
   return modelInBody(body, headers['content-type'], hints ?? undefined);
 }
 
-async function decodedModel(body: Buffer, headers: IncomingHttpHeaders, maxBytes: number): Promise<ModelResult> {
-  const decoded = await decodeBody(body, headers['content-encoding'], maxBytes);
-  if (!decoded.ok) return { ok: false, status: decoded.status, reason: decoded.reason };
-  const hints = decoded.body.length >= PREPASS_FROM ? await prepassInTurns(decoded.body) : undefined;
-  return modelInBody(decoded.body, headers['content-type'], hints);
+/**
+ * A compressed body's model: decoded (at most `maxBytes`, maxDecodedBodyBytes, counted in the
+ * budget as it comes out), read, and the decoded copy let go. Past the budget it throws
+ * BodyBudgetExceededError (the gateway answers 503).
+ */
+async function decodedModel(body: Buffer, headers: IncomingHttpHeaders, maxBytes: number, budget: DecodeBudget | null): Promise<ModelResult> {
+  const decoded = await decodeBody(body, headers['content-encoding'], maxBytes, budget);
+  if (!decoded.ok) {
+    if (decoded.status === 503) throw new BodyBudgetExceededError(decoded.reason);
+    return { ok: false, status: decoded.status, reason: decoded.reason };
+  }
+  try {
+    const hints = decoded.body.length >= PREPASS_FROM ? await prepassInTurns(decoded.body) : undefined;
+    return modelInBody(decoded.body, headers['content-type'], hints);
+  } finally {
+    budget?.give(decoded.held);
+  }
 }
 
 /** Slices fed to the prepass per turn of the event loop when a whole decoded body is at hand. */
