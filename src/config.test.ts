@@ -37,7 +37,7 @@ describe('config', () => {
     const c = buildConfig({}, ENV);
     expect(c.bodyBudgetBytes).toBe(64 * 1024 * 1024);
     expect(c.maxDecodedBodyBytes).toBe(8 * 1024 * 1024);
-    expect(c.server).toEqual({ maxConnections: null, headersTimeoutSeconds: 15, requestTimeoutSeconds: 120, keepAliveTimeoutSeconds: 65 });
+    expect(c.server).toEqual({ maxConnections: null, headersTimeoutSeconds: 15, requestTimeoutSeconds: 300, keepAliveTimeoutSeconds: 65 });
     expect(c.upstream.headersTimeoutSeconds).toBe(600);
     expect(buildConfig({ upstream: { headersTimeoutSeconds: 0 } }, ENV).upstream.headersTimeoutSeconds).toBe(0);
   });

@@ -140,7 +140,8 @@ export const DEFAULTS = Object.freeze({
   maxDecodedBodyBytes: 8 * 1024 * 1024,
   maxConnections: 4096,
   headersTimeoutSeconds: 15,
-  requestTimeoutSeconds: 120,
+  // Node's own default: a 32 MiB body at about 1 Mbit/s still arrives.
+  requestTimeoutSeconds: 300,
   keepAliveTimeoutSeconds: 65,
   upstreamHeadersTimeoutSeconds: 600,
   freeTier: { perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null as string[] | null, shadow: false },
