@@ -8,8 +8,14 @@
 # ---- build: all dependencies, compile TypeScript to dist/ ----
 FROM node:20-slim AS build
 WORKDIR /app
+# A C++ toolchain for the one native addon, better-sqlite3 (reading a relay's SQLite file).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3 make g++ \
+    && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-RUN npm ci --ignore-scripts --no-audit --no-fund
+# Install scripts stay off for every package; the one addon sluice needs is built explicitly.
+RUN npm ci --ignore-scripts --no-audit --no-fund \
+    && npm rebuild better-sqlite3 --build-from-source
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build
@@ -23,6 +29,8 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
     && npm cache clean --force \
     && rm -rf /root/.npm /tmp/*
 COPY --from=build /app/dist ./dist
+# The addon built in the build stage (same base image, so the same glibc and Node ABI).
+COPY --from=build /app/node_modules/better-sqlite3/build ./node_modules/better-sqlite3/build
 COPY bin ./bin
 # Files stay owned by root and read-only to the process; the Pod runs with a read-only root filesystem.
 USER 10001:10001

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino, { type Logger, type LoggerOptions } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { accessFields, createAccessLog, wantsAccessLine, type AccessRecord } from './access-log.js';
+import { accessFields, createAccessLog, redactPath, wantsAccessLine, type AccessRecord } from './access-log.js';
 import { createLogger } from './log.js';
 
 function sink(): { stream: Writable; text: () => string; clear: () => void } {
@@ -155,5 +155,43 @@ describe('accessLog setting', () => {
     // A stream either side cut after a 200: not admitted in the end, so kept.
     expect(['upstream_aborted', 'client_aborted'].map((d) => wantsAccessLine('errors', d, 200))).toEqual([true, true]);
     expect(wantsAccessLine('off', 'upstream_aborted', 200)).toBe(false);
+  });
+});
+
+describe('keys in the logged path', () => {
+  const sluiceKey = 'sk-Zq3xVb7_Kp0-mW2rTy8uLs5nHd4cFg6jEa1oIi9vBk0eQw3z';
+  const relayKey = 'aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5hJ7kL9mN1pQ3';
+
+  it('redacts a key written into the path, with or without its sk-, wherever the segment is', () => {
+    expect(redactPath(`/${sluiceKey}/v1/models`)).toBe('/[redacted]/v1/models');
+    expect(redactPath(`/v1/${relayKey}/chat/completions`)).toBe('/v1/[redacted]/chat/completions');
+    expect(redactPath(`/SK-${relayKey}`)).toBe('/[redacted]');
+    expect(redactPath(`/sk-abcdefghijklmnop/v1/models`)).toBe('/[redacted]/v1/models');
+  });
+
+  it('leaves ordinary paths and model ids alone', () => {
+    for (const p of [
+      '/v1/chat/completions',
+      '/v1beta/models/gemini-2.5-flash:streamGenerateContent',
+      '/v1/models/claude-3-7-sonnet-20250219-thinking',
+      '/v1/engines/text-embedding-3-large/embeddings',
+      '/api/usage/token/',
+      '/v1beta/models/Meta-Llama-3.1-405B-Instruct-Turbo:generateContent',
+      '/sk-short',
+    ]) {
+      expect(redactPath(p)).toBe(p);
+    }
+  });
+
+  it('never writes a key from the path into the access line, direct or through pino', () => {
+    const a = sink();
+    const b = sink();
+    const r = { ...base, path: `/${sluiceKey}/v1/models` };
+    createAccessLog(pino({}, a.stream))(r, 'unauthorized');
+    createAccessLog(pino({ redact: ['ip'] }, b.stream))(r, 'unauthorized');
+    for (const text of [a.text(), b.text()]) {
+      expect(text).not.toContain(sluiceKey.slice(3));
+      expect((JSON.parse(text) as { path: string }).path).toBe('/[redacted]/v1/models');
+    }
   });
 });

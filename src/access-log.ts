@@ -47,6 +47,24 @@ export function wantsAccessLine(mode: AccessLogMode, decision: string, status: n
 
 const round = (ms: number): number => Math.round(ms * 100) / 100;
 
+/**
+ * A path segment that looks like a key: `sk-` and at least 16 more characters (a key in the base
+ * URL, `POST /sk-<key>/v1/models`, is a common mistake), or 32 or more characters of letters,
+ * digits, `-` and `_` with upper case, lower case and digits all present (the shape of the random
+ * part of new-api's and sluice's keys; model ids in paths carry `.`, `:` or one case only).
+ */
+const KEY_SEGMENT = /(?<=\/)(?:[sS][kK]-[^/]{16,}|(?=[^/]*[A-Z])(?=[^/]*[a-z])(?=[^/]*[0-9])[\w-]{32,})(?=\/|$)/g;
+export const REDACTED_SEGMENT = '[redacted]';
+
+/**
+ * The path as logged: key-shaped segments replaced by `[redacted]`. (The query string, where a
+ * `?key=` would be, is never logged.)
+ */
+export function redactPath(path: string): string {
+  // Most paths have no segment long enough to be a key: no regex run for them.
+  return path.length < 20 ? path : path.replace(KEY_SEGMENT, REDACTED_SEGMENT);
+}
+
 const S = pino.symbols;
 // Present in pino 9's symbols but missing from its type declarations.
 const msgPrefixSym = (S as unknown as Record<string, symbol | undefined>).msgPrefixSym;
@@ -109,7 +127,7 @@ export function accessFields(r: AccessRecord, decision: string, totalMs: number)
   return {
     reqId: r.id,
     method: r.method,
-    path: r.path,
+    path: redactPath(r.path),
     family: r.family,
     ip: r.ip,
     user: r.user,
@@ -136,7 +154,7 @@ export function createAccessLog(log: Logger): AccessLog {
     }
     // Field order and spelling as pino writes them: level, time, bindings, fields, msg.
     let line = direct.head();
-    line += `,"reqId":${str(r.id)},"method":${str(r.method)},"path":${str(r.path)},"family":${str(r.family)},"ip":${str(r.ip)}`;
+    line += `,"reqId":${str(r.id)},"method":${str(r.method)},"path":${str(redactPath(r.path))},"family":${str(r.family)},"ip":${str(r.ip)}`;
     if (r.user !== undefined) line += `,"user":${str(r.user)}`;
     if (r.keyId !== undefined) line += `,"keyId":${str(r.keyId)}`;
     if (r.model != null) line += `,"model":${str(r.model)}`;

@@ -4,13 +4,18 @@
  * policy that config reloads swap atomically.
  */
 import http, { type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { createAdminHandler } from './admin/server.js';
 import { KeyService } from './admin/keys.js';
-import { Authenticator, storeKeySource, type AuthenticatorOptions } from './auth/authenticator.js';
+import { Authenticator, storeKeySource, type AuthenticatorOptions, type KeySource } from './auth/authenticator.js';
+import { RelayKeySource } from './auth/relay-db/source.js';
+import { sqliteModulePath } from './auth/relay-db/sqlite.js';
+import { BodyBudget } from './body-budget.js';
 import { systemClock, type Clock } from './clock.js';
-import { publicConfig, type Config } from './config.js';
+import { ADMIN_MAX_CONNECTIONS, connectionCap, openFileLimit } from './connections.js';
+import { DEFAULTS, publicConfig, type Config } from './config.js';
 import { ConfigWatcher } from './config-watch.js';
 import { Forwarder } from './forward/proxy.js';
 import { createGateway } from './gateway.js';
@@ -39,15 +44,21 @@ export interface SluiceOptions {
    * `--expose-gc` (src/node-flags.ts), with the thresholds there; tests supply their own.
    */
   idleGc?: Omit<IdleCollectionOptions, 'served' | 'inflight'>;
+  /** The descriptor limit the connection cap is derived from (tests); default: this process's, from /proc/self/limits. */
+  openFileLimit?: number | null;
 }
 
 export interface Sluice {
   readonly store: Store;
+  /** The relay's database as a key source, when `relayDb.url` is set. */
+  readonly relayKeys: RelayKeySource | null;
   readonly keys: KeyService;
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly publicServer: Server;
   readonly adminServer: Server;
+  /** Client connections the public listener accepts at most (at start-up; a reload may change it). */
+  readonly maxConnections: number;
   /** The config in force now (changes on reload). */
   config(): Config;
   /** Starts both listeners; resolves with the ports actually bound. */
@@ -60,10 +71,41 @@ export interface Sluice {
   close(): Promise<void>;
 }
 
+/** The public listener's timeouts (Node's server options), from `server.*`. */
+function serverTimeouts(c: Config): { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number } {
+  return {
+    headersTimeout: c.server.headersTimeoutSeconds * 1000,
+    requestTimeout: c.server.requestTimeoutSeconds * 1000,
+    keepAliveTimeout: c.server.keepAliveTimeoutSeconds * 1000,
+  };
+}
+
 export function createStore(config: Config, log: Logger): Store {
   if (config.redis.url) return new RedisStore(redisStoreOptions(config.redis, config.redis.url));
   log.warn('SLUICE_REDIS_URL is not set: using the embedded in-process store. Keys and limits live in this process only; run exactly one replica.');
   return new MemoryStore();
+}
+
+/** The relay's database as a key source, or null when none is configured. */
+function createRelayKeySource(config: Config, clock: Clock, log: Logger, metrics: Metrics): RelayKeySource | null {
+  const r = config.relayDb;
+  if (!r.dsn) return null;
+  // A missing optional driver is a start-up error (exit 78), not a surprise on the first request.
+  if (r.dsn.dialect === 'sqlite') sqliteModulePath('SLUICE_RELAY_DB');
+  return new RelayKeySource({
+    dsn: r.dsn,
+    schema: r.schema === 'auto' ? null : r.schema,
+    poolSize: r.poolSize,
+    queryTimeoutMs: r.queryTimeoutMs,
+    maxAgeMs: r.recheckSeconds * 1000,
+    staleMs: r.staleSeconds * 1000,
+    clock,
+    log,
+    observe: (op, seconds, failed) => {
+      metrics.relayDbSeconds.cell({ op }).observe(seconds);
+      if (failed) metrics.relayDbErrors.inc({ op });
+    },
+  });
 }
 
 export function createSluice(opts: SluiceOptions): Sluice {
@@ -89,8 +131,28 @@ export function createSluice(opts: SluiceOptions): Sluice {
   });
   // The embedded store makes no round trip: only Redis lookups are timed (sluice_store_seconds).
   const timed = store.kind === 'redis' ? <T>(fn: () => Promise<T>): Promise<T> => metrics.timeStore('find_key', fn) : undefined;
-  const authenticator = new Authenticator([storeKeySource(store, timed)], clock, opts.auth);
-  const forwarder = new Forwarder({ upstream: config.upstream.url, openStreams: metrics.openStreams });
+  const relayKeys = createRelayKeySource(config, clock, log, metrics);
+  // The relay's database first: it is authoritative for the keys it holds (a key it refuses is
+  // refused, whatever sluice's registry says); the registry answers for keys it does not hold.
+  const sources: KeySource[] = [storeKeySource(store, timed)];
+  if (relayKeys) sources.unshift(relayKeys);
+  const authenticator = new Authenticator(sources, clock, opts.auth);
+  const budget = new BodyBudget(config.bodyBudgetBytes);
+  metrics.bodyBytes(
+    () => budget.used,
+    () => budget.limit,
+  );
+  // A descriptor shortage seen toward the relay keeps readiness false for a while, so that traffic goes elsewhere.
+  let outOfSocketsAt = -Infinity;
+  const forwarder = new Forwarder({
+    upstream: config.upstream.url,
+    openStreams: metrics.openStreams,
+    headersTimeoutSeconds: config.upstream.headersTimeoutSeconds,
+    onOutOfSockets: () => {
+      outOfSocketsAt = performance.now();
+      metrics.outOfSockets.inc({});
+    },
+  });
   const keys = new KeyService(store, clock, (hash) => authenticator.onChange({ type: 'deleted', hash }));
   let draining = false;
 
@@ -102,15 +164,51 @@ export function createSluice(opts: SluiceOptions): Sluice {
     forwarder,
     policy: () => policy,
     draining: () => draining,
+    budget,
   });
-  const publicServer = http.createServer({ noDelay: true, keepAliveTimeout: 65_000, headersTimeout: 66_000 }, gateway);
+  const publicServer = http.createServer(
+    {
+      noDelay: true,
+      // Node checks these bounds on one interval over all connections (no timer per request): every second, so a bound is kept to within one.
+      connectionsCheckingInterval: 1000,
+      ...serverTimeouts(config),
+    },
+    gateway,
+  );
   // A stream may stay silent for minutes while a model reasons: no idle cut-off on the response side.
   publicServer.timeout = 0;
-  publicServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    log.debug({ err: err.message, code: err.code }, 'malformed request from client');
-    if (socket.writable && !socket.destroyed) {
-      const status = err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
-      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+  const nofile = opts.openFileLimit === undefined ? openFileLimit() : opts.openFileLimit;
+  const cap = connectionCap(config.server.maxConnections, nofile, DEFAULTS.maxConnections);
+  if (cap.warning) log.warn({ maxConnections: cap.cap, openFileLimit: nofile }, cap.warning);
+  // Over the cap Node closes a new connection as it arrives, before reading anything: no answer, no
+  // descriptor held. Clients (and load balancers) see a connection error and retry, elsewhere if they can.
+  publicServer.maxConnections = cap.cap;
+  metrics.maxConnections.value = cap.cap;
+  publicServer.on('drop', () => metrics.droppedConnections.inc({}));
+  const onSocketClose = (): void => metrics.connections.dec();
+  publicServer.on('connection', (socket: Socket) => {
+    metrics.connections.inc();
+    socket.once('close', onSocketClose);
+  });
+  // `Expect: 100-continue`: the client is invited to send its body only once sluice would read it.
+  publicServer.on('checkContinue', gateway.checkContinue);
+  publicServer.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    // The response of a request still arriving (its body, mostly), if any.
+    const inFlight = (socket as Duplex & { _httpMessage?: http.ServerResponse | null })._httpMessage ?? null;
+    let status: string;
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      metrics.requestTimeouts.inc({});
+      // A request the gateway is reading gets the relay's JSON shape and its access line.
+      if (inFlight !== null && gateway.requestTimedOut(inFlight, config.server.requestTimeoutSeconds)) return;
+      status = '408 Request Timeout';
+      log.debug({ code: err.code }, 'request headers not received in time');
+    } else {
+      status = err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+      log.debug({ err: err.message, code: err.code }, 'malformed request from client');
+    }
+    if (socket.writable && !socket.destroyed && (inFlight === null || !inFlight.headersSent)) {
+      // Closed once written: a client that never closes its side must not keep the connection (and a place under the cap).
+      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`, () => socket.destroy());
     } else {
       socket.destroy();
     }
@@ -121,11 +219,39 @@ export function createSluice(opts: SluiceOptions): Sluice {
     adminToken: config.adminToken,
     keys,
     freeTier: () => policy.freeTier,
-    ready: async () => !draining && (await store.ping()),
+    ready: async () => {
+      const storeUp = await store.ping();
+      const checks: Record<string, unknown> = { store: storeUp ? 'ok' : 'unreachable' };
+      const full = saturation();
+      let ready = !draining && storeUp && full === null;
+      if (relayKeys) {
+        // Not ready until the relay's database was reached once (a wrong address or password
+        // keeps a new Pod out of service); an outage after that is reported but does not take
+        // the replica out: known keys keep working, and every replica would go at once.
+        const h = relayKeys.health();
+        checks.relayDb = { state: h.state, since: new Date(h.since).toISOString(), database: h.database, schema: h.schema, error: h.error };
+        if (h.state === 'starting') ready = false;
+      }
+      if (draining) checks.draining = true;
+      if (full !== null) checks.connections = full;
+      return { ready, checks };
+    },
     effectiveConfig: () => publicConfig(config),
     metrics,
   });
-  const adminServer = http.createServer(admin);
+  const adminServer = http.createServer({ headersTimeout: 15_000, requestTimeout: 30_000, connectionsCheckingInterval: 1000 }, admin);
+  adminServer.maxConnections = ADMIN_MAX_CONNECTIONS;
+  const OUT_OF_SOCKETS_UNREADY_MS = 5000;
+  /**
+   * Why the replica should get no new traffic for now (readiness false, so that the Service sends
+   * it elsewhere): it holds as many connections as it takes, or it recently had no descriptor
+   * left to reach the relay with. Null when neither.
+   */
+  function saturation(): string | null {
+    if (metrics.connections.value >= publicServer.maxConnections) return 'at the connection cap';
+    if (performance.now() - outOfSocketsAt < OUT_OF_SOCKETS_UNREADY_MS) return 'out of sockets toward the relay';
+    return null;
+  }
 
   const watcher = opts.configFile
     ? new ConfigWatcher({
@@ -135,6 +261,13 @@ export function createSluice(opts: SluiceOptions): Sluice {
           if (ignored.length) log.warn({ settings: ignored }, 'config reload: these settings only change on restart; keeping the running values');
           policy = buildPolicy(merged, limits, clock);
           config = merged;
+          Object.assign(publicServer, serverTimeouts(merged));
+          const nextCap = connectionCap(merged.server.maxConnections, nofile, DEFAULTS.maxConnections);
+          if (nextCap.warning && nextCap.cap !== publicServer.maxConnections) log.warn({ maxConnections: nextCap.cap, openFileLimit: nofile }, nextCap.warning);
+          // Connections already open over a lowered cap stay; new ones wait for room.
+          publicServer.maxConnections = metrics.maxConnections.value = nextCap.cap;
+          budget.limit = merged.bodyBudgetBytes;
+          forwarder.setHeadersTimeout(merged.upstream.headersTimeoutSeconds);
           log.level = merged.logLevel;
           metrics.configReloads.inc({ result: 'success' });
           log.info({ config: publicConfig(merged) }, 'config reloaded');
@@ -165,17 +298,25 @@ export function createSluice(opts: SluiceOptions): Sluice {
   let closed = false;
   const sluice: Sluice = {
     store,
+    relayKeys,
     keys,
     log,
     metrics,
     publicServer,
     adminServer,
+    maxConnections: cap.cap,
     config: () => config,
     async listen() {
       const port = await listenOn(publicServer, config.port, config.host);
       const adminPort = await listenOn(adminServer, config.adminPort, config.adminHost);
+      // Without a listener an error on a listening server (an accept that failed) would end the process.
+      for (const s of [publicServer, adminServer]) s.on('error', (err: Error) => log.error({ err: err.message }, 'listener error'));
       watcher?.start();
-      log.info({ port, adminPort, upstream: config.upstream.url.origin, store: store.kind }, 'sluice listening');
+      relayKeys?.start();
+      log.info(
+        { port, adminPort, upstream: config.upstream.url.origin, store: store.kind, maxConnections: cap.cap, openFileLimit: nofile, bodyBudgetBytes: config.bodyBudgetBytes },
+        'sluice listening',
+      );
       return { port, adminPort };
     },
     async drain() {
@@ -208,6 +349,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
       adminServer.closeAllConnections();
       await Promise.all([stopListening(publicServer), stopListening(adminServer)]);
       forwarder.close();
+      await relayKeys?.close();
       await store.close();
     },
   };

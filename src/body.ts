@@ -4,10 +4,13 @@
  * byte for byte.
  */
 import type { IncomingMessage } from 'node:http';
+import type { BodyLease } from './body-budget.js';
 
 export type BodyResult =
   | { ok: true; body: Buffer }
   | { ok: false; reason: 'too-large' }
+  /** The bytes would take the bodies in flight past their budget (src/body-budget.ts). */
+  | { ok: false; reason: 'busy' }
   /** The client went away or sent a broken body; there is nobody to answer. */
   | { ok: false; reason: 'aborted' };
 
@@ -28,6 +31,9 @@ const EMPTY = Buffer.alloc(0);
  * of it has actually arrived, so a client cannot make sluice reserve memory by declaring a length
  * it never sends; the chunks that came before are copied over two at a time as later ones arrive,
  * so neither that move nor a join at the end holds the event loop for long.
+ *
+ * With a lease, the bytes live in memory are counted: each chunk as it arrives, the one buffer
+ * when it is allocated, and each chunk given back once it has been moved into that buffer.
  */
 export class Accumulator {
   size = 0;
@@ -38,28 +44,37 @@ export class Accumulator {
   private next = 0;
   private filled = 0;
 
-  constructor(private readonly expected: number) {}
+  constructor(
+    private readonly expected: number,
+    private readonly lease: BodyLease | null = null,
+  ) {}
 
-  add(c: Buffer): void {
+  /** Keeps `c`; false (and nothing kept) when the lease cannot take the memory it needs. */
+  add(c: Buffer): boolean {
     const at = this.size;
-    this.size += c.length;
     if (this.whole !== null) {
-      if (this.size <= this.whole.length) {
+      if (at + c.length <= this.whole.length) {
+        this.size += c.length;
         c.copy(this.whole, at);
         this.moveEarlier(2);
-        return;
+        return true;
       }
       // More than declared (Node's parser does not let that happen): back to plain chunks.
       this.moveEarlier(Infinity);
       this.chunks = [this.whole.subarray(0, at)];
       this.whole = null;
     }
+    if (this.lease !== null && !this.lease.take(c.length)) return false;
+    this.size += c.length;
     this.chunks.push(c);
     if (this.expected >= PREALLOCATE_FROM && this.size * 2 >= this.expected && this.size <= this.expected && this.chunks.length > 1) {
+      // The chunks so far stay counted until each is moved over.
+      if (this.lease !== null && !this.lease.take(this.expected)) return false;
       this.whole = Buffer.allocUnsafe(this.expected);
       this.next = 0;
       this.filled = 0;
     }
+    return true;
   }
 
   /** The body as received; the accumulator lets go of it. */
@@ -87,8 +102,24 @@ export class Accumulator {
       c.copy(whole, this.filled);
       this.filled += c.length;
       this.chunks[this.next++] = EMPTY;
+      this.lease?.give(c.length);
     }
   }
+}
+
+/**
+ * Reads and drops the rest of a body sluice refused part-way (or before reading it), at most
+ * `maxBytes` more, so that the client, still uploading, reads the answer: closing a socket with
+ * unread bytes in it makes the kernel answer RST, which can discard the answer unread. Past
+ * `maxBytes` (a body of unknown length that goes on) the connection is closed.
+ */
+export function dropRest(req: IncomingMessage, maxBytes: number): void {
+  let dropped = 0;
+  req.on('data', (c: Buffer) => {
+    dropped += c.length;
+    if (dropped > maxBytes) req.destroy();
+  });
+  req.resume();
 }
 
 /** A declared body, even an empty one, is read and re-sent with its exact length. */
@@ -96,16 +127,27 @@ export function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;
 }
 
-export function readBody(req: IncomingMessage, maxBytes: number, observer?: ChunkObserver | null): Promise<BodyResult> {
+/** The declared body length, or -1 when none is declared (chunked). */
+export function declaredLength(req: IncomingMessage): number {
   const declared = req.headers['content-length'];
-  const expected = declared === undefined ? -1 : Number(declared);
+  return declared === undefined ? -1 : Number(declared);
+}
+
+/**
+ * Reads the body, at most `maxBytes`. With a lease, every byte held counts against the bodies'
+ * budget: a declared length the budget cannot spare now is refused before anything is read, and
+ * a chunk the budget cannot take ends the read ('busy').
+ */
+export function readBody(req: IncomingMessage, maxBytes: number, observer?: ChunkObserver | null, lease?: BodyLease | null): Promise<BodyResult> {
+  const expected = declaredLength(req);
   if (expected > maxBytes) return Promise.resolve({ ok: false, reason: 'too-large' });
+  if (lease && expected > 0 && !lease.fits(expected)) return Promise.resolve({ ok: false, reason: 'busy' });
   // Gone while an earlier step awaited: its 'close' has passed, so no listener below would ever hear it.
   if (req.destroyed && !req.complete) return Promise.resolve({ ok: false, reason: 'aborted' });
   // Outside the closures below, so that `observer` itself is not kept by them.
   let feed = observer ?? null;
   return new Promise((resolve) => {
-    let acc: Accumulator | null = new Accumulator(expected);
+    let acc: Accumulator | null = new Accumulator(expected, lease ?? null);
     // The resolving function keeps its promise, and so the result, reachable.
     let settle: ((r: BodyResult) => void) | null = resolve;
     // The listeners stay on the request (four removals per request cost more than four closures
@@ -128,7 +170,11 @@ export function readBody(req: IncomingMessage, maxBytes: number, observer?: Chun
         finish({ ok: false, reason: 'too-large' });
         return;
       }
-      acc.add(c);
+      if (!acc.add(c)) {
+        req.pause();
+        finish({ ok: false, reason: 'busy' });
+        return;
+      }
       feed?.feed(c);
     };
     const onEnd = (): void => {

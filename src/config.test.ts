@@ -33,6 +33,20 @@ describe('config', () => {
     expect(documented).toEqual(buildConfig({}, ENV));
   });
 
+  it('bounds bodies, connections and waits by default, sized to the shipped memory limit', () => {
+    const c = buildConfig({}, ENV);
+    expect(c.bodyBudgetBytes).toBe(64 * 1024 * 1024);
+    expect(c.maxDecodedBodyBytes).toBe(8 * 1024 * 1024);
+    expect(c.server).toEqual({ maxConnections: null, headersTimeoutSeconds: 15, requestTimeoutSeconds: 300, keepAliveTimeoutSeconds: 65 });
+    expect(c.upstream.headersTimeoutSeconds).toBe(600);
+    expect(buildConfig({ upstream: { headersTimeoutSeconds: 0 } }, ENV).upstream.headersTimeoutSeconds).toBe(0);
+  });
+
+  it('takes server.maxConnections from the file, and SLUICE_MAX_CONNECTIONS over it', () => {
+    expect(buildConfig({ server: { maxConnections: 300 } }, ENV).server.maxConnections).toBe(300);
+    expect(buildConfig({ server: { maxConnections: 300 } }, { ...ENV, SLUICE_MAX_CONNECTIONS: '500' }).server.maxConnections).toBe(500);
+  });
+
   it('takes accessLog from the file, and SLUICE_ACCESS_LOG over it', () => {
     expect(buildConfig({ accessLog: 'errors' }, ENV).accessLog).toBe('errors');
     expect(buildConfig({ accessLog: 'errors' }, { ...ENV, SLUICE_ACCESS_LOG: 'off' }).accessLog).toBe('off');
@@ -74,6 +88,17 @@ describe('config', () => {
     [{ redis: { sentinels: ['h:1'] } }, /"redis.sentinelName" is required/],
     [{ redis: { clusterNodes: ['nope'] } }, /"redis.clusterNodes\[0\]" must be host:port/],
     [{ drainSeconds: -1 }, /"drainSeconds" must be an integer/],
+    [{ bodyBudgetBytes: 0 }, /"bodyBudgetBytes" must be an integer/],
+    [{ bodyBudgetBytes: 1024 * 1024 }, /"bodyBudgetBytes" \(1048576\) must be at least "maxBodyBytes" \(33554432\)/],
+    [{ maxBodyBytes: 1024, maxDecodedBodyBytes: 4096, bodyBudgetBytes: 2048 }, /"bodyBudgetBytes" \(2048\) must be at least "maxDecodedBodyBytes"/],
+    [{ maxDecodedBodyBytes: '8MB' }, /"maxDecodedBodyBytes" must be an integer/],
+    [{ server: { maxConnections: 0 } }, /"server.maxConnections" must be an integer between 1/],
+    [{ server: { headersTimeoutSeconds: 0 } }, /"server.headersTimeoutSeconds"/],
+    [{ server: { headersTimeoutSeconds: 30, requestTimeoutSeconds: 20 } }, /"server.headersTimeoutSeconds" \(30\) must not exceed "server.requestTimeoutSeconds" \(20\)/],
+    [{ server: { keepAliveTimeoutSeconds: 'long' } }, /"server.keepAliveTimeoutSeconds"/],
+    [{ server: { idleSeconds: 1 } }, /unknown config key "server.idleSeconds"/],
+    [{ server: 5 }, /"server" must be a mapping/],
+    [{ upstream: { headersTimeoutSeconds: -1 } }, /"upstream.headersTimeoutSeconds" must be an integer between 0/],
   ])('rejects %j naming the key', (file, msg) => {
     expect(() => buildConfig(file as Record<string, unknown>, ENV)).toThrow(msg);
   });
@@ -84,6 +109,7 @@ describe('config', () => {
     [{ SLUICE_UPSTREAM_URL: 'ftp://x' }, /"SLUICE_UPSTREAM_URL" must be an http/],
     [{ SLUICE_ADMIN_TOKEN: 'short' }, /SLUICE_ADMIN_TOKEN must be at least 16/],
     [{ SLUICE_ACCESS_LOG: 'most' }, /"SLUICE_ACCESS_LOG" must be one of all, errors, off/],
+    [{ SLUICE_MAX_CONNECTIONS: 'many' }, /"SLUICE_MAX_CONNECTIONS" must be an integer/],
   ])('rejects environment %j naming the variable', (env, msg) => {
     expect(() => buildConfig({}, { ...ENV, ...env })).toThrow(msg);
   });

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { BlockList, isIP } from 'node:net';
 import { parse as parseYaml } from 'yaml';
+import { describeRelayDsn, parseRelayDsn, type RelayDsn } from './auth/relay-db/dsn.js';
 import { ConfigError } from './errors.js';
 
 export interface IpLimitRule {
@@ -50,15 +51,57 @@ export interface RedisConfig {
   batchDecisions: boolean;
 }
 
+/** The relay's own database, where the keys made in its console live (docs/relay-keys.md). */
+export interface RelayDbConfig {
+  /** Parsed from `SLUICE_RELAY_DB` / `relayDb.url`, in the relay's own `SQL_DSN` forms; null: not used. */
+  dsn: RelayDsn | null;
+  /** `auto`: new-api or one-api, told from the tables. */
+  schema: 'auto' | 'new-api' | 'one-api';
+  /** Connections per replica (a sidecar per relay Pod multiplies them). */
+  poolSize: number;
+  /** Bound on one statement, connecting included. */
+  queryTimeoutMs: number;
+  /** A key's answer is trusted at most this long: the bound on seeing a console change. */
+  recheckSeconds: number;
+  /** How long a key seen valid keeps working while the database cannot be reached. */
+  staleSeconds: number;
+}
+
+/** The public listener's bounds on connections and on how long a client may take to send. */
+export interface ServerConfig {
+  /**
+   * Open client connections at most; more are closed as they arrive. null: derived from the
+   * descriptor limit (src/connections.ts), at most DEFAULTS.maxConnections.
+   */
+  maxConnections: number | null;
+  /** A request's headers must be complete this long after its connection opened or went busy; else 408. */
+  headersTimeoutSeconds: number;
+  /** A whole request (headers and body) must have arrived this long after it began; else 408. */
+  requestTimeoutSeconds: number;
+  /** An idle keep-alive connection is closed after this long. */
+  keepAliveTimeoutSeconds: number;
+}
+
 export interface Config {
-  upstream: { url: URL; credential: string | null };
+  upstream: {
+    url: URL;
+    credential: string | null;
+    /** The relay's response headers must arrive this long after forwarding (0: no bound); else 504. */
+    headersTimeoutSeconds: number;
+  };
   redis: RedisConfig;
+  relayDb: RelayDbConfig;
   host: string;
   port: number;
   adminHost: string;
   adminPort: number;
   adminToken: string | null;
   maxBodyBytes: number;
+  /** Bytes all request bodies in flight may hold together, raw and decoded; past it 503. */
+  bodyBudgetBytes: number;
+  /** A compressed body may decode to this many bytes at most; past it 413. */
+  maxDecodedBodyBytes: number;
+  server: ServerConfig;
   trustedProxies: string[];
   freeTier: FreeTierConfig;
   ipLimits: IpLimitRule[];
@@ -93,6 +136,14 @@ export const DEFAULTS = Object.freeze({
   adminHost: '0.0.0.0',
   adminPort: 9090,
   maxBodyBytes: 32 * 1024 * 1024,
+  bodyBudgetBytes: 64 * 1024 * 1024,
+  maxDecodedBodyBytes: 8 * 1024 * 1024,
+  maxConnections: 4096,
+  headersTimeoutSeconds: 15,
+  // Node's own default: a 32 MiB body at about 1 Mbit/s still arrives.
+  requestTimeoutSeconds: 300,
+  keepAliveTimeoutSeconds: 65,
+  upstreamHeadersTimeoutSeconds: 600,
   freeTier: { perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null as string[] | null, shadow: false },
   logLevel: 'info',
   accessLog: 'all' as AccessLogMode,
@@ -100,6 +151,7 @@ export const DEFAULTS = Object.freeze({
   rememberRefusalsSeconds: 10,
   redisKeyPrefix: 'sluice:',
   redisCommandTimeoutMs: 100,
+  relayDb: { schema: 'auto' as RelayDbConfig['schema'], poolSize: 2, queryTimeoutMs: 2000, recheckSeconds: 10, staleSeconds: 900 },
 });
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -225,6 +277,29 @@ function freeTier(v: unknown): FreeTierConfig {
   };
 }
 
+function relayDb(v: unknown, envUrl: string | undefined, envSchema: string | undefined): RelayDbConfig {
+  const d = DEFAULTS.relayDb;
+  const r = v === undefined ? {} : v;
+  if (!isObject(r)) throw new ConfigError('config key "relayDb" must be a mapping');
+  checkKeys(r, ['url', 'schema', 'poolSize', 'queryTimeoutMs', 'recheckSeconds', 'staleSeconds'], 'relayDb.');
+  const urlRaw = envUrl ?? r.url;
+  const urlKey = envUrl !== undefined ? 'SLUICE_RELAY_DB' : 'relayDb.url';
+  if (urlRaw !== undefined && typeof urlRaw !== 'string') throw new ConfigError(`config key "${urlKey}" must be a string`);
+  const schemaKey = envSchema !== undefined ? 'SLUICE_RELAY_DB_SCHEMA' : 'relayDb.schema';
+  const schema = envSchema ?? r.schema ?? d.schema;
+  if (schema !== 'auto' && schema !== 'new-api' && schema !== 'one-api') {
+    throw new ConfigError(`config key "${schemaKey}" must be auto, new-api or one-api, got ${JSON.stringify(schema)}`);
+  }
+  return {
+    dsn: urlRaw === undefined ? null : parseRelayDsn(urlRaw, urlKey),
+    schema,
+    poolSize: r.poolSize === undefined ? d.poolSize : int(r.poolSize, 'relayDb.poolSize', 1, 32),
+    queryTimeoutMs: r.queryTimeoutMs === undefined ? d.queryTimeoutMs : int(r.queryTimeoutMs, 'relayDb.queryTimeoutMs', 50, 60_000),
+    recheckSeconds: r.recheckSeconds === undefined ? d.recheckSeconds : int(r.recheckSeconds, 'relayDb.recheckSeconds', 1, 3600),
+    staleSeconds: r.staleSeconds === undefined ? d.staleSeconds : int(r.staleSeconds, 'relayDb.staleSeconds', 0, 7 * 86400),
+  };
+}
+
 function ipLimits(v: unknown): IpLimitRule[] {
   if (v === undefined) return DEFAULT_IP_LIMITS.map((r) => ({ ...r, paths: [...r.paths] }));
   if (!Array.isArray(v)) throw new ConfigError('config key "ipLimits" must be a list of rules');
@@ -255,6 +330,21 @@ function ipLimits(v: unknown): IpLimitRule[] {
   });
 }
 
+function serverConfig(v: Raw, maxConnectionsEnv: string | undefined): ServerConfig {
+  const maxRaw = maxConnectionsEnv ?? v.maxConnections;
+  const c: ServerConfig = {
+    maxConnections: maxRaw === undefined ? null : int(maxRaw, maxConnectionsEnv ? 'SLUICE_MAX_CONNECTIONS' : 'server.maxConnections', 1, 1_000_000),
+    headersTimeoutSeconds: int(v.headersTimeoutSeconds ?? DEFAULTS.headersTimeoutSeconds, 'server.headersTimeoutSeconds', 1, 3600),
+    requestTimeoutSeconds: int(v.requestTimeoutSeconds ?? DEFAULTS.requestTimeoutSeconds, 'server.requestTimeoutSeconds', 1, 86_400),
+    keepAliveTimeoutSeconds: int(v.keepAliveTimeoutSeconds ?? DEFAULTS.keepAliveTimeoutSeconds, 'server.keepAliveTimeoutSeconds', 1, 3600),
+  };
+  // Node refuses a headers timeout longer than the request timeout it is part of.
+  if (c.headersTimeoutSeconds > c.requestTimeoutSeconds) {
+    throw new ConfigError(`config key "server.headersTimeoutSeconds" (${c.headersTimeoutSeconds}) must not exceed "server.requestTimeoutSeconds" (${c.requestTimeoutSeconds})`);
+  }
+  return c;
+}
+
 /** Reads the YAML file named by `SLUICE_CONFIG` (JSON is valid YAML). */
 export function readConfigFile(path: string): Raw {
   let text: string;
@@ -277,11 +367,15 @@ export function readConfigFile(path: string): Raw {
 const FILE_KEYS = [
   'upstream',
   'redis',
+  'relayDb',
   'host',
   'port',
   'adminHost',
   'adminPort',
   'maxBodyBytes',
+  'bodyBudgetBytes',
+  'maxDecodedBodyBytes',
+  'server',
   'trustedProxies',
   'freeTier',
   'ipLimits',
@@ -299,6 +393,8 @@ export const ENV_VARS = {
   SLUICE_REDIS_SENTINELS: 'redis.sentinels (comma-separated host:port)',
   SLUICE_REDIS_SENTINEL_NAME: 'redis.sentinelName',
   SLUICE_REDIS_CLUSTER_NODES: 'redis.clusterNodes (comma-separated host:port)',
+  SLUICE_RELAY_DB: "relayDb.url (the relay's SQL_DSN, or sqlite:<path>)",
+  SLUICE_RELAY_DB_SCHEMA: 'relayDb.schema (auto, new-api, one-api)',
   SLUICE_DRAIN_SECONDS: 'drainSeconds',
   SLUICE_HOST: 'host',
   SLUICE_PORT: 'port',
@@ -307,6 +403,7 @@ export const ENV_VARS = {
   SLUICE_ADMIN_TOKEN: 'admin token (environment only)',
   SLUICE_LOG_LEVEL: 'logLevel',
   SLUICE_ACCESS_LOG: 'accessLog',
+  SLUICE_MAX_CONNECTIONS: 'server.maxConnections',
 } as const;
 
 /**
@@ -325,7 +422,10 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
   checkKeys(file, FILE_KEYS, '');
   const up = file.upstream === undefined ? {} : file.upstream;
   if (!isObject(up)) throw new ConfigError('config key "upstream" must be a mapping');
-  checkKeys(up, ['url', 'credential'], 'upstream.');
+  checkKeys(up, ['url', 'credential', 'headersTimeoutSeconds'], 'upstream.');
+  const srv = file.server === undefined ? {} : file.server;
+  if (!isObject(srv)) throw new ConfigError('config key "server" must be a mapping');
+  checkKeys(srv, ['maxConnections', 'headersTimeoutSeconds', 'requestTimeoutSeconds', 'keepAliveTimeoutSeconds'], 'server.');
   const rd = file.redis === undefined ? {} : file.redis;
   if (!isObject(rd)) throw new ConfigError('config key "redis" must be a mapping');
   checkKeys(rd, ['url', 'keyPrefix', 'commandTimeoutMs', 'sentinels', 'sentinelName', 'clusterNodes', 'batchDecisions'], 'redis.');
@@ -381,9 +481,11 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
   }
 
   const cfg: Config = {
+    relayDb: relayDb(file.relayDb, e('SLUICE_RELAY_DB'), e('SLUICE_RELAY_DB_SCHEMA')),
     upstream: {
       url: httpUrl(upstreamRaw, upstreamKey),
       credential: credRaw === undefined ? null : str(credRaw, 'upstream.credential'),
+      headersTimeoutSeconds: int(up.headersTimeoutSeconds ?? DEFAULTS.upstreamHeadersTimeoutSeconds, 'upstream.headersTimeoutSeconds', 0, 86_400),
     },
     redis,
     host: str(e('SLUICE_HOST') ?? file.host ?? DEFAULTS.host, 'host'),
@@ -392,6 +494,9 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
     adminPort: int(e('SLUICE_ADMIN_PORT') ?? file.adminPort ?? DEFAULTS.adminPort, e('SLUICE_ADMIN_PORT') ? 'SLUICE_ADMIN_PORT' : 'adminPort', 0, 65535),
     adminToken: e('SLUICE_ADMIN_TOKEN') ?? null,
     maxBodyBytes: file.maxBodyBytes === undefined ? DEFAULTS.maxBodyBytes : int(file.maxBodyBytes, 'maxBodyBytes', 1, 2 ** 31 - 1),
+    bodyBudgetBytes: int(file.bodyBudgetBytes ?? DEFAULTS.bodyBudgetBytes, 'bodyBudgetBytes', 1, 2 ** 40),
+    maxDecodedBodyBytes: int(file.maxDecodedBodyBytes ?? DEFAULTS.maxDecodedBodyBytes, 'maxDecodedBodyBytes', 1, 2 ** 31 - 1),
+    server: serverConfig(srv, e('SLUICE_MAX_CONNECTIONS')),
     trustedProxies: trusted,
     freeTier: freeTier(file.freeTier),
     ipLimits: ipLimits(file.ipLimits),
@@ -400,6 +505,12 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
     drainSeconds: int(e('SLUICE_DRAIN_SECONDS') ?? file.drainSeconds ?? DEFAULTS.drainSeconds, e('SLUICE_DRAIN_SECONDS') ? 'SLUICE_DRAIN_SECONDS' : 'drainSeconds', 0, 3600),
     limits: { onStoreError, rememberRefusalsSeconds: int(lim.rememberRefusalsSeconds ?? DEFAULTS.rememberRefusalsSeconds, 'limits.rememberRefusalsSeconds', 0, 3600) },
   };
+  if (cfg.bodyBudgetBytes < cfg.maxBodyBytes) {
+    throw new ConfigError(`config key "bodyBudgetBytes" (${cfg.bodyBudgetBytes}) must be at least "maxBodyBytes" (${cfg.maxBodyBytes}), or a body of the allowed size could never be read`);
+  }
+  if (cfg.bodyBudgetBytes < cfg.maxDecodedBodyBytes) {
+    throw new ConfigError(`config key "bodyBudgetBytes" (${cfg.bodyBudgetBytes}) must be at least "maxDecodedBodyBytes" (${cfg.maxDecodedBodyBytes})`);
+  }
   if (cfg.adminToken !== null && cfg.adminToken.length < 16) {
     throw new ConfigError('SLUICE_ADMIN_TOKEN must be at least 16 characters long');
   }
@@ -417,8 +528,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 export function publicConfig(cfg: Config): Record<string, unknown> {
   return {
     ...cfg,
-    upstream: { url: cfg.upstream.url.href, credential: cfg.upstream.credential ? '[set]' : null },
+    upstream: { ...cfg.upstream, url: redactUrl(cfg.upstream.url.href), credential: cfg.upstream.credential ? '[set]' : null },
     redis: { ...cfg.redis, url: cfg.redis.url ? redactUrl(cfg.redis.url) : null },
+    relayDb: { ...cfg.relayDb, dsn: cfg.relayDb.dsn ? describeRelayDsn(cfg.relayDb.dsn) : null },
     adminToken: cfg.adminToken ? '[set]' : null,
   };
 }

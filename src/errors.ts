@@ -45,7 +45,20 @@ export const Errors = Object.freeze({
   BODY_TOO_LARGE: spec(413, 'request_body_too_large', 'Request body exceeds the limit of {limit} bytes.'),
   UNSUPPORTED_ENCODING: spec(415, 'unsupported_content_encoding', 'Request body cannot be inspected: {reason}.'),
   BAD_REQUEST: spec(400, 'invalid_request', 'Invalid request: {reason}.'),
+  DECODED_BODY_TOO_LARGE: spec(
+    413,
+    'request_body_too_large',
+    'Request body exceeds the limit of {limit} bytes once its content-encoding is undone; send it uncompressed (up to the body limit) or smaller.',
+  ),
+  REQUEST_TIMEOUT: spec(408, 'request_timeout', 'The request did not arrive in full within {seconds} seconds.'),
+  BODIES_BUSY: spec(503, 'gateway_busy', 'The gateway is holding as many request bodies as its memory budget allows; retry in a moment.'),
   UPSTREAM_UNREACHABLE: spec(502, 'upstream_unreachable', 'The upstream relay could not be reached or failed before answering.'),
+  UPSTREAM_TIMEOUT: spec(504, 'upstream_timeout', 'The upstream relay did not begin its answer within {seconds} seconds.'),
+  OUT_OF_SOCKETS: spec(
+    503,
+    'out_of_sockets',
+    'sluice is out of sockets (its file descriptor limit is reached) and could not open a connection to the relay; the relay itself may be fine. Retry shortly.',
+  ),
   STORE_UNAVAILABLE: spec(503, 'store_unavailable', 'The gateway cannot reach its key and limit store right now; retry shortly.'),
   INTERNAL: spec(500, 'internal_error', 'The gateway failed to handle this request.'),
 } as const);
@@ -66,6 +79,12 @@ export interface SendErrorOptions {
   headers?: Record<string, string>;
   /** Close the connection afterwards (also done, whatever this says, when the request body is unread). */
   close?: boolean;
+  /**
+   * The caller reads and drops the rest of a body of declared length, so the connection can stay
+   * open: a client still uploading then reads this answer instead of a reset (closing a socket
+   * with unread bytes makes the kernel answer RST, which can discard the answer unread).
+   */
+  dropsRest?: boolean;
 }
 
 /**
@@ -86,7 +105,7 @@ export function sendError(res: ServerResponse, err: ErrorSpec, requestId: string
     return;
   }
   const headers: Record<string, string | number> = { 'x-oneapi-request-id': requestId, ...opts.headers };
-  if (opts.close || bodyUnread(res)) headers['connection'] = 'close';
+  if (opts.close || (!opts.dropsRest && bodyUnread(res))) headers['connection'] = 'close';
   if (!err.json) {
     headers['content-length'] = 0;
     res.writeHead(err.status, headers);
@@ -103,6 +122,11 @@ export function sendError(res: ServerResponse, err: ErrorSpec, requestId: string
 /** A start-up problem an operator must fix; the message names the setting. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
+}
+
+/** A request body (raw or decoded) would take the bodies in flight past their memory budget. */
+export class BodyBudgetExceededError extends Error {
+  override name = 'BodyBudgetExceededError';
 }
 
 /** The store could not answer and the configured policy is to fail closed. */

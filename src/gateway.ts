@@ -10,12 +10,13 @@ import { createAccessLog, wantsAccessLine, type AccessRecord } from './access-lo
 import type { Authenticator } from './auth/authenticator.js';
 import { presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
-import { hasBody, readBody } from './body.js';
+import type { BodyBudget, BodyLease } from './body-budget.js';
+import { declaredLength, dropRest, hasBody, readBody } from './body.js';
 import { resolveClientIp } from './client-ip.js';
 import type { Clock } from './clock.js';
-import { Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './errors.js';
+import { BodyBudgetExceededError, Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './errors.js';
 import { prepareRequestHeaders } from './forward/headers.js';
-import type { ForwardOutcome, ForwardResult, Forwarder } from './forward/proxy.js';
+import { OWN_STATUS, type ForwardOutcome, type ForwardResult, type Forwarder } from './forward/proxy.js';
 import type { Metrics, RouteFamily } from './metrics/index.js';
 import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.js';
 import type { Policy } from './policy.js';
@@ -33,6 +34,8 @@ export interface GatewayDeps {
   policy: () => Policy;
   /** True once draining began: answers carry `connection: close`. */
   draining: () => boolean;
+  /** The memory budget every request body in flight is counted in. */
+  budget: BodyBudget;
 }
 
 type Outcome =
@@ -45,8 +48,12 @@ type Outcome =
   | 'relay_ip_limited'
   | 'too_large'
   | 'bad_request'
+  | 'busy'
+  | 'request_timeout'
   | 'store_unavailable'
   | 'upstream_error'
+  | 'upstream_timeout'
+  | 'out_of_sockets'
   | 'upstream_aborted'
   | 'client_aborted'
   | 'internal_error';
@@ -58,6 +65,10 @@ interface Trace extends AccessRecord {
   logged?: boolean;
   /** sluice's own answers carry the relay's CORS headers (a cross-origin call on a route where the relay adds them). */
   cors?: boolean;
+  /** The client sent `Expect: 100-continue`: it waits for sluice's invitation before sending the body. */
+  expectsContinue: boolean;
+  /** What its body holds of the bodies' budget; released when the response closes, if not before. */
+  lease: BodyLease | null;
 }
 
 /** What a forwarded call that ran its course was, for the log and the counters. */
@@ -66,6 +77,8 @@ const DECISION_OF: Record<Exclude<ForwardOutcome, 'intercepted'>, Outcome> = {
   'client-aborted': 'client_aborted',
   'upstream-aborted': 'upstream_aborted',
   'upstream-error': 'upstream_error',
+  'upstream-timeout': 'upstream_timeout',
+  'out-of-sockets': 'out_of_sockets',
 };
 
 type Intercept = (upstream: IncomingMessage) => boolean;
@@ -143,7 +156,22 @@ interface Traced {
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
-export function createGateway(d: GatewayDeps): RequestHandler {
+export interface Gateway extends RequestHandler {
+  /**
+   * For the server's 'checkContinue' event: the same path, but the client waits for `100 Continue`
+   * before sending its body, and gets it only once its key, its address's limit, the body's
+   * declared size and the bodies' budget have all let it through.
+   */
+  checkContinue: RequestHandler;
+  /**
+   * The server's request timeout fired while this response's request was still arriving: answers
+   * 408 in the relay's JSON shape and closes the connection. False when there is nothing left to
+   * answer (already answered, or not a gateway request).
+   */
+  requestTimedOut(res: ServerResponse, seconds: number): boolean;
+}
+
+export function createGateway(d: GatewayDeps): Gateway {
   const { log, metrics } = d;
   const accessLog = createAccessLog(log);
 
@@ -158,6 +186,19 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     t.status = err.status;
     sendError(res, err, t.id, t.cors ? { ...opts, headers: { ...CORS_NORMAL, ...opts.headers } } : opts);
     done(t);
+  }
+
+  /**
+   * 503 for a body the budget cannot hold. The rest of a body the client is sending anyway is read
+   * and dropped (held by nothing, at most maxBodyBytes), so that the client reads the answer
+   * instead of a reset; the request timeout still bounds a client that sends slowly. A client
+   * waiting for `100 Continue` sends nothing: its connection is simply closed.
+   */
+  function rejectBusy(res: ServerResponse, t: Trace, req: IncomingMessage): void {
+    metrics.bodyBudgetRefusals.inc({});
+    const dropsRest = !t.expectsContinue && !req.complete && !req.destroyed;
+    if (dropsRest) dropRest(req, d.policy().config.maxBodyBytes);
+    reject(res, t, 'busy', Errors.BODIES_BUSY, { headers: { 'retry-after': '1' }, dropsRest });
   }
 
   function done(t: Trace): void {
@@ -225,31 +266,44 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     t.user = auth.identity.user;
     t.keyId = auth.identity.id;
 
-    // 4. Read the body (bounded) and the model it asks for.
+    // 4. Read the body (bounded, and counted in the bodies' memory budget) and the model it asks for.
     const max = p.config.maxBodyBytes;
     let body: Buffer | null = null;
     let prepass: ModelPrepass | null = null;
     if (hasBody(req)) {
+      // The declared size is judged before the body is read, and before a client that asked for it is invited to send it.
+      const declared = declaredLength(req);
+      if (declared > max) return reject(res, t, 'too_large', Errors.BODY_TOO_LARGE, { params: { limit: max } });
+      if (declared > d.budget.free) return rejectBusy(res, t, req);
+      if (t.expectsContinue) {
+        res.writeContinue();
+        t.expectsContinue = false;
+      }
+      const lease = (t.lease = d.budget.lease());
       // Large JSON bodies are read into structure hints as they arrive, not scanned whole at the end.
       prepass = modelPrepass(t.method, target.path, req.headers, route);
-      const r = await readBody(req, max, prepass);
+      const r = await readBody(req, max, prepass, lease);
       if (!r.ok) {
         if (r.reason === 'too-large') return reject(res, t, 'too_large', Errors.BODY_TOO_LARGE, { params: { limit: max } });
+        if (r.reason === 'busy') return rejectBusy(res, t, req);
+        if (t.logged) return; // answered 408 when the request timeout cut it
         t.decision = 'client_aborted';
         res.destroy();
         return done(t);
       }
       body = r.body;
     }
-    const read = requestedModel(t.method, target.path, req.headers, body, max, prepass, route, target.query);
+    const maxDecoded = p.config.maxDecodedBodyBytes;
+    const read = requestedModel(t.method, target.path, req.headers, body, maxDecoded, prepass, t.lease, route, target.query);
     // Only a compressed body gives a promise (it is decoded off the event loop): no tick for the rest.
     const m = read instanceof Promise ? await read : read;
     // A client that left while sluice waited on it (key lookup, body, decoding) has had its log
     // line; the free tier counts nothing for it and nothing is forwarded.
     if (res.destroyed) return;
     if (!m.ok) {
-      const err = m.status === 413 ? Errors.BODY_TOO_LARGE : m.status === 415 ? Errors.UNSUPPORTED_ENCODING : Errors.BAD_REQUEST;
-      return reject(res, t, m.status === 413 ? 'too_large' : 'bad_request', err, { params: { reason: m.reason, limit: max } });
+      // A 413 here is a compressed body that decodes past maxDecodedBodyBytes (the raw size was judged above).
+      const err = m.status === 413 ? Errors.DECODED_BODY_TOO_LARGE : m.status === 415 ? Errors.UNSUPPORTED_ENCODING : Errors.BAD_REQUEST;
+      return reject(res, t, m.status === 413 ? 'too_large' : 'bad_request', err, { params: { reason: m.reason, limit: maxDecoded } });
     }
     t.model = m.model;
 
@@ -291,6 +345,8 @@ export function createGateway(d: GatewayDeps): RequestHandler {
       bodyLength: body === null ? null : body.length,
     });
     req.url = target.forwardUrl;
+    // The body is in hand and sent at once: the relay has nothing to invite.
+    if (req.headers.expect !== undefined) delete req.headers.expect;
     let intercept: Intercept | undefined;
     // The relay's 429 on an admitted free call means its own upstream free tier is busy.
     if (free) intercept = replaceAnswer(res, t, isRelay429, 'free_tier_upstream', Errors.FREE_TIER_EXHAUSTED, () => ({ 'retry-after': '30', ...rateLimit }));
@@ -306,6 +362,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
       req,
       res,
       body,
+      lease: t.lease,
       requestId: t.id,
       extraHeaders,
       intercept,
@@ -313,9 +370,11 @@ export function createGateway(d: GatewayDeps): RequestHandler {
         t.upstreamMs = r.upstreamMs;
         if (r.upstreamMs !== null) metrics.observeRelay(t.family, r.upstreamMs / 1000);
         if (r.outcome === 'intercepted') return done(t);
-        t.status = r.status ?? (r.outcome === 'upstream-error' ? 502 : undefined);
+        t.status = r.status ?? OWN_STATUS[r.outcome];
         t.decision = DECISION_OF[r.outcome];
-        if (r.error && r.outcome !== 'client-aborted') log.warn({ reqId: t.id, err: r.error.message }, 'relay request failed');
+        if (r.outcome === 'out-of-sockets') log.error({ reqId: t.id, err: r.error?.message }, 'sluice is out of sockets: no descriptor left to open a relay connection (see server.maxConnections)');
+        else if (r.outcome === 'upstream-timeout') log.warn({ reqId: t.id, seconds: d.policy().config.upstream.headersTimeoutSeconds }, 'relay did not answer in time; its request was aborted');
+        else if (r.error && r.outcome !== 'client-aborted') log.warn({ reqId: t.id, err: r.error.message }, 'relay request failed');
         done(t);
       },
     });
@@ -325,6 +384,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
   function onResponseClose(this: ServerResponse & Traced): void {
     const t = this[TRACE]!;
     metrics.inflight.dec();
+    if (t.lease !== null) t.lease.release();
     // A client that left before any answer still gets its line.
     if (!t.logged && t.decision === undefined && !this.writableFinished) {
       t.decision = 'client_aborted';
@@ -332,7 +392,7 @@ export function createGateway(d: GatewayDeps): RequestHandler {
     }
   }
 
-  return (req, res) => {
+  function start(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void {
     const t: Trace = {
       id: newRequestId(d.clock.now()),
       start: performance.now(),
@@ -340,6 +400,8 @@ export function createGateway(d: GatewayDeps): RequestHandler {
       path: '',
       family: 'other',
       ip: '',
+      expectsContinue,
+      lease: null,
     };
     metrics.inflight.inc();
     (res as ServerResponse & Traced)[TRACE] = t;
@@ -350,8 +412,20 @@ export function createGateway(d: GatewayDeps): RequestHandler {
         log.error({ reqId: t.id, err: err.message }, 'limit store unreachable (limits.onStoreError=closed)');
         return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': '1' } });
       }
+      // A compressed body whose decoding the budget could not hold.
+      if (err instanceof BodyBudgetExceededError) return res.destroyed ? undefined : rejectBusy(res, t, req);
       log.error({ reqId: t.id, err: err instanceof Error ? err.stack : String(err) }, 'request handler failed');
       reject(res, t, 'internal_error', Errors.INTERNAL, { close: true });
     });
+  }
+
+  const gateway = ((req, res) => start(req, res, false)) as Gateway;
+  gateway.checkContinue = (req, res) => start(req, res, true);
+  gateway.requestTimedOut = (res, seconds) => {
+    const t = (res as ServerResponse & Traced)[TRACE];
+    if (t === undefined || t.logged || res.headersSent || res.destroyed) return false;
+    reject(res, t, 'request_timeout', Errors.REQUEST_TIMEOUT, { params: { seconds }, close: true });
+    return true;
   };
+  return gateway;
 }

@@ -19,7 +19,16 @@ async function main(): Promise<void> {
     throw err;
   }
   const file = process.env.SLUICE_CONFIG;
-  const sluice = createSluice({ config, configFile: file ? { path: file, env: process.env } : undefined });
+  let sluice: ReturnType<typeof createSluice>;
+  try {
+    sluice = createSluice({ config, configFile: file ? { path: file, env: process.env } : undefined });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`sluice: configuration error: ${err.message}\n`);
+      process.exit(78);
+    }
+    throw err;
+  }
   await sluice.listen();
   const missing = missingNodeFlags();
   if (missing.length) sluice.log.warn({ missing }, 'started without the Node flags sluice is meant to run with (README, Running it)');

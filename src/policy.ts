@@ -34,6 +34,7 @@ export function buildPolicy(config: Config, limits: LimitStore, clock: Clock): P
 const STARTUP_ONLY: ReadonlyArray<{ name: string; read: (c: Config) => string; keep: (c: Config, running: Config) => Config }> = [
   { name: 'upstream.url', read: (c) => c.upstream.url.href, keep: (c, r) => ({ ...c, upstream: { ...c.upstream, url: r.upstream.url } }) },
   { name: 'redis', read: (c) => JSON.stringify(c.redis), keep: (c, r) => ({ ...c, redis: r.redis }) },
+  { name: 'relayDb', read: (c) => JSON.stringify(c.relayDb), keep: (c, r) => ({ ...c, relayDb: r.relayDb }) },
   { name: 'host/port', read: (c) => `${c.host}:${c.port}`, keep: (c, r) => ({ ...c, host: r.host, port: r.port }) },
   { name: 'adminHost/adminPort', read: (c) => `${c.adminHost}:${c.adminPort}`, keep: (c, r) => ({ ...c, adminHost: r.adminHost, adminPort: r.adminPort }) },
 ];

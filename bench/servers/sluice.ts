@@ -21,6 +21,8 @@ const env: Record<string, string> = {
   SLUICE_HOST: '127.0.0.1',
   SLUICE_ADMIN_HOST: '127.0.0.1',
   SLUICE_LOG_LEVEL: 'silent',
+  // The bench holds 5,000 streams open at once, past the default connection cap (4096).
+  SLUICE_MAX_CONNECTIONS: '8192',
 };
 if (process.env.BENCH_REDIS_URL) env.SLUICE_REDIS_URL = process.env.BENCH_REDIS_URL;
 // BENCH_ACCESS_LOG (all | errors | off): the accessLog setting, with BENCH_LOG_LEVEL=info.

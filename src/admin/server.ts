@@ -12,6 +12,12 @@ import { StoreUnavailableError } from '../errors.js';
 import type { FreeTierLimiter } from '../limits/free-tier.js';
 import type { Metrics } from '../metrics/index.js';
 
+export interface Readiness {
+  ready: boolean;
+  /** Per dependency: a short state, and details an operator reads. */
+  checks: Record<string, unknown>;
+}
+
 export interface AdminDeps {
   log: Logger;
   adminToken: string | null;
@@ -19,8 +25,8 @@ export interface AdminDeps {
   /** The current free-tier limiter (it changes on config reload). */
   freeTier: () => FreeTierLimiter;
   metrics: Metrics;
-  /** True when the store answers and the config is loaded. */
-  ready: () => Promise<boolean>;
+  /** Whether this replica should get traffic, with what each dependency says (shown in /readyz). */
+  ready: () => Promise<Readiness>;
   effectiveConfig: () => Record<string, unknown>;
 }
 
@@ -35,21 +41,52 @@ function fail(res: ServerResponse, status: number, code: string, message: string
 }
 
 const MAX_ADMIN_BODY = 64 * 1024;
+/**
+ * A refused body's rest is read and dropped up to this many bytes, so that a client still
+ * uploading it reads the 413 instead of a reset: closing a socket with unread bytes in it makes
+ * the kernel answer with RST, which can discard the answer before the client reads it. Past this
+ * the connection is closed (a declared length beyond it is answered with `connection: close` at once).
+ */
+const MAX_DISCARD = 4 * 1024 * 1024;
 
-function readJson(req: IncomingMessage): Promise<unknown> {
+const tooLarge = (): KeyServiceError => new KeyServiceError(413, 'body_too_large', `admin request bodies are limited to ${MAX_ADMIN_BODY} bytes`);
+
+/** Drops the rest of a refused request body (bounded by MAX_DISCARD) instead of resetting the connection. */
+function discardRest(req: IncomingMessage, already: number): void {
+  let dropped = already;
+  req.removeAllListeners('data');
+  req.on('data', (c: Buffer) => {
+    dropped += c.length;
+    if (dropped > MAX_DISCARD) req.socket.destroy();
+  });
+  req.resume();
+}
+
+function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > MAX_ADMIN_BODY) {
+    if (declared > MAX_DISCARD) res.setHeader('connection', 'close');
+    else discardRest(req, 0);
+    return Promise.reject(tooLarge());
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let refused = false;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > MAX_ADMIN_BODY) {
-        reject(new KeyServiceError(413, 'body_too_large', `admin request bodies are limited to ${MAX_ADMIN_BODY} bytes`));
-        req.destroy();
+      if (size > MAX_ADMIN_BODY && !refused) {
+        // A chunked body (no declared length) that grew past the limit.
+        refused = true;
+        chunks.length = 0;
+        discardRest(req, size);
+        reject(tooLarge());
         return;
       }
       chunks.push(c);
     });
     req.on('end', () => {
+      if (refused) return;
       const text = Buffer.concat(chunks).toString('utf8');
       if (text.trim() === '') return resolve({});
       try {
@@ -83,8 +120,8 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
       return void res.end(text);
     }
     if (path === '/readyz') {
-      const ok = await d.ready();
-      return json(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not ready' });
+      const r = await d.ready();
+      return json(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks });
     }
     if (!path.startsWith('/admin/')) return fail(res, 404, 'not_found', 'no such admin endpoint');
     if (!authorized(req)) {
@@ -92,7 +129,7 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
     }
 
     if (path === '/admin/keys' && method === 'POST') {
-      const body = await readJson(req);
+      const body = await readJson(req, res);
       const created = await d.keys.create(body);
       d.log.info({ keyId: created.id, user: created.user }, 'key created');
       return json(res, 201, created);

@@ -14,8 +14,8 @@ function manualSource(known: Map<string, KeyIdentity>) {
   let down = false;
   const source: KeySource = {
     name: 'manual',
-    findByHash: (hash) =>
-      new Promise((resolve, reject) => waiting.push(() => (down ? reject(new Error('down')) : resolve(known.get(hash) ?? null)))),
+    find: (_key, hash) =>
+      new Promise((resolve, reject) => waiting.push(() => (down ? reject(new Error('down')) : resolve(known.get(hash) ?? 'unknown')))),
     onChange: (l) => (listener = l),
   };
   return {
@@ -117,7 +117,7 @@ describe('Authenticator', () => {
       const known = new Map([[hashKey(KEY), alice(KEY)]]);
       const m = manualSource(known);
       let asked = 0;
-      const counted: KeySource = { ...m.source, findByHash: (h) => (asked++, m.source.findByHash(h)) };
+      const counted: KeySource = { ...m.source, find: (k, h, b) => (asked++, m.source.find(k, h, b)) };
       const a = new Authenticator([counted], clock, { positiveTtlMs: 60_000, staleTtlMs: 15 * 60_000, ...opts });
       const p = a.authenticate([KEY]);
       m.release();
@@ -225,6 +225,138 @@ describe('Authenticator', () => {
       expect(asked()).toBe(3); // its own lookup
       m.release();
       expect(await p).toMatchObject({ ok: true });
+    });
+  });
+
+  describe('several sources', () => {
+    /** A source answering at once from a table; records what it was asked. */
+    const table = (name: string, answers: Record<string, 'unknown' | 'refused' | KeyIdentity>, maxAgeMs?: number) => {
+      const asked: Array<{ key: string; background: boolean }> = [];
+      const source: KeySource = {
+        name,
+        maxAgeMs,
+        find: async (key, _hash, background) => {
+          asked.push({ key, background });
+          return answers[key] ?? 'unknown';
+        },
+      };
+      return { source, asked };
+    };
+
+    it('asks the next source only for a key the first does not know', async () => {
+      const relay = table('relay', { [KEY]: alice(KEY, '42') });
+      const registry = table('registry', { [OTHER]: alice(OTHER, 'bob') });
+      const a = new Authenticator([relay.source, registry.source], new ManualClock());
+      expect(await a.authenticate([KEY])).toMatchObject({ ok: true, identity: { user: '42' } });
+      expect(registry.asked).toEqual([]);
+      expect(await a.authenticate([OTHER])).toMatchObject({ ok: true, identity: { user: 'bob' } });
+      expect(relay.asked.map((q) => q.key)).toEqual([KEY, OTHER]);
+    });
+
+    it('takes a refusal from the first source as the verdict, whatever a later source knows', async () => {
+      const relay = table('relay', { [KEY]: 'refused' });
+      const registry = table('registry', { [KEY]: alice(KEY, 'bob') });
+      const a = new Authenticator([relay.source, registry.source], new ManualClock());
+      expect(await a.authenticate([KEY])).toMatchObject({ ok: false, reason: 'invalid' });
+      expect(registry.asked).toEqual([]);
+    });
+
+    it("trusts a source's answer no longer than the source allows, renewing it in the background while in use", async () => {
+      const clock = new ManualClock();
+      const relay = table('relay', { [KEY]: alice(KEY, '42') }, 10_000);
+      const a = new Authenticator([relay.source], clock, { positiveTtlMs: 60_000 });
+      await a.authenticate([KEY]);
+      clock.advance(7_000);
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      expect(relay.asked).toHaveLength(1);
+      clock.advance(600); // past three quarters of 10 s: renewed in the background, the request is answered now
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      expect(relay.asked.at(-1)).toEqual({ key: KEY, background: true });
+      await settle();
+      expect(relay.asked).toHaveLength(2);
+      clock.advance(10_500); // not used since the renewal's answer, 10.5 s ago: not trusted from the cache any more
+      expect(a.cached([KEY])).toBeNull();
+      expect(await a.authenticate([KEY])).toMatchObject({ ok: true });
+      expect(relay.asked.at(-1)).toEqual({ key: KEY, background: false });
+    });
+  });
+
+  describe('timing of answers from a source with a short trust bound', () => {
+    /** A source whose answers the test releases, with a trust bound of 10 s. */
+    const slow = () => {
+      const m = manualSource(new Map([[hashKey(KEY), alice(KEY, '42')]]));
+      const asked: boolean[] = [];
+      let hurried = 0;
+      const source: KeySource = {
+        ...m.source,
+        maxAgeMs: 10_000,
+        staleMs: 60_000,
+        find: (k, h, background) => (asked.push(background), m.source.find(k, h, background)),
+        hurry: () => void hurried++,
+      };
+      return { m, source, asked, hurried: () => hurried };
+    };
+
+    /** An authenticator over `slow()` that has found KEY once. */
+    const warmSlow = async () => {
+      const clock = new ManualClock();
+      const s = slow();
+      const a = new Authenticator([s.source], clock);
+      const first = a.authenticate([KEY]);
+      s.m.release();
+      await first;
+      return { clock, s, a };
+    };
+
+    it('counts an answer\'s age from when the source was asked, not from when it answered', async () => {
+      const clock = new ManualClock();
+      const s = slow();
+      const a = new Authenticator([s.source], clock);
+      const p = a.authenticate([KEY]);
+      clock.advance(3_000); // the source takes 3 s to answer
+      s.m.release();
+      await p;
+      clock.advance(6_900);
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      clock.advance(200); // 10.1 s after it was asked
+      expect(a.cached([KEY])).toBeNull();
+    });
+
+    it('asks at once when a request joins a background renewal the source may be holding back', async () => {
+      const { clock, s, a } = await warmSlow();
+      clock.advance(8_000);
+      expect(a.cached([KEY])).toMatchObject({ ok: true }); // renewal starts in the background
+      expect(s.asked).toEqual([false, true]);
+      expect(s.hurried()).toBe(0);
+      clock.advance(2_500); // expired before the renewal answered: the request waits for it
+      expect(a.cached([KEY])).toBeNull();
+      const waiting = a.authenticate([KEY]);
+      expect(s.hurried()).toBe(1);
+      expect(s.asked).toHaveLength(2); // joined, not asked twice
+      s.m.release();
+      expect(await waiting).toMatchObject({ ok: true });
+    });
+
+    it('during an outage, answers a known key from the cache at once instead of waiting on a failing source for every request', async () => {
+      const { clock, s, a } = await warmSlow();
+      s.m.setDown(true);
+      clock.advance(10_500); // past the trust bound: one request must ask, and gets the stale answer
+      const p = a.authenticate([KEY]);
+      s.m.release();
+      expect(await p).toMatchObject({ ok: true });
+      const askedSoFar = s.asked.length;
+      // The next requests do not wait on the failing source...
+      for (let i = 0; i < 5; i++) expect(a.cached([KEY])).toMatchObject({ ok: true });
+      expect(s.asked).toHaveLength(askedSoFar);
+      // ...which is tried again in the background every few seconds.
+      clock.advance(5_000);
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
+      expect(s.asked).toHaveLength(askedSoFar + 1);
+      // The stale period still ends.
+      s.m.release();
+      await settle();
+      clock.advance(60_000);
+      expect(a.cached([KEY])).toBeNull();
     });
   });
 });

@@ -1,9 +1,10 @@
 /**
- * Decides who a request is. Keys are looked up by hash through narrow key
- * sources (sluice's own registry now; the relay's key store later), behind a
- * small cache: a known key costs no store round trip, deletions anywhere evict
- * at once through the store's change feed, and during a store outage a key seen
- * recently keeps working while an unknown one cannot be judged.
+ * Decides who a request is. Keys are looked up through narrow key sources (the relay's own
+ * database, sluice's own registry), asked in order, behind a small cache: a known key costs no
+ * round trip, deletions in sluice's registry evict at once through the store's change feed, a
+ * source may bound how long its answers are trusted (the relay's database: a console change is
+ * seen within that bound), and during an outage a key seen recently keeps working while an
+ * unknown one cannot be judged. The cache holds hashes, never keys.
  */
 import type { Clock } from '../clock.js';
 import type { KeyChange, KeyRecord } from '../store/types.js';
@@ -15,10 +16,28 @@ export interface KeyIdentity {
   hash: string;
 }
 
+/**
+ * A source's answer: the key's identity; `unknown` (not a key of this source: ask the next one);
+ * or `refused` (this source knows the key and it is not valid now: the verdict, whatever later
+ * sources would say).
+ */
+export type SourceAnswer = KeyIdentity | 'unknown' | 'refused';
+
 /** A place keys can be looked up in. */
 export interface KeySource {
   readonly name: string;
-  findByHash(hash: string): Promise<KeyIdentity | null>;
+  /** How long a key this source found may be trusted without asking again (default: the authenticator's). */
+  readonly maxAgeMs?: number;
+  /** How long a key this source found keeps working while no source can be asked (default: the authenticator's). */
+  readonly staleMs?: number;
+  /**
+   * `key` is the presented key (for sources that must query by it; it is not kept), `hash` its
+   * hashKey. `background` says no request waits for this answer (a renewal ahead of expiry), so
+   * the source may gather it with others before asking.
+   */
+  find(key: string, hash: string, background: boolean): Promise<SourceAnswer>;
+  /** A request now waits for a lookup asked as `background`: ask without further delay. */
+  hurry?(): void;
   onChange?(listener: (change: KeyChange) => void): void;
 }
 
@@ -47,6 +66,8 @@ export interface AuthenticatorOptions {
 
 interface Lookup {
   answer: Promise<KeyIdentity | null>;
+  /** Asked as a background renewal (its source may be gathering company for it). */
+  background: boolean;
   /**
    * The last change heard for this hash while the lookup was under way; `flush` when every key
    * may have changed (the store's change feed reconnected, and what it missed is unknown).
@@ -64,6 +85,16 @@ const RENEW_RETRY_MS = 5_000;
 interface Entry {
   identity: KeyIdentity | null;
   at: number;
+  /** Trusted until `at + ttl`; renewed in the background from `at + renewFrom`. */
+  ttl: number;
+  renewFrom: number;
+  /** While no source can answer, a found key keeps working until `at + stale`. */
+  stale: number;
+  /**
+   * A lookup failed and this entry was served stale: it serves from the cache for the rest of its
+   * stale period (renewals are tried in the background) until an answer replaces it.
+   */
+  degraded?: boolean;
   /** No background renewal starts from this entry before this instant (one is under way, or failed). */
   renewAfter?: number;
 }
@@ -108,7 +139,12 @@ export class Authenticator {
   /** A cache entry still young enough to trust without asking a source. */
   private fresh(hash: string, now: number): Entry | undefined {
     const hit = this.cache.get(hash);
-    return hit && now - hit.at < (hit.identity ? this.positiveTtl : this.negativeTtl) ? hit : undefined;
+    if (hit === undefined) return undefined;
+    const age = now - hit.at;
+    if (age < hit.ttl) return hit;
+    // The sources failed lately: a key seen valid keeps serving (within its stale period) while
+    // renewals are tried in the background.
+    return hit.identity !== null && hit.degraded === true && age < hit.stale ? hit : undefined;
   }
 
   /**
@@ -125,7 +161,7 @@ export class Authenticator {
       if (!hit) return null;
       if (!hit.identity) break; // known unknown: 401 whatever the other keys are
       // A key in steady use is renewed before it expires, so its requests do not wait for the store.
-      if (now - hit.at >= this.refreshAhead && !(now < (hit.renewAfter ?? 0))) this.renew(hash, hit, now);
+      if (now - hit.at >= hit.renewFrom && !(now < (hit.renewAfter ?? 0))) this.renew(hash, key, hit, now);
       identities.push(hit.identity);
     }
     return judge(presented, identities);
@@ -141,7 +177,7 @@ export class Authenticator {
       if (!plausible(key)) break;
       let identity: KeyIdentity | null;
       try {
-        identity = await this.lookup(hashKey(key));
+        identity = await this.lookup(hashKey(key), key);
       } catch (error) {
         return { ok: false, reason: 'unavailable', error };
       }
@@ -151,28 +187,33 @@ export class Authenticator {
     return judge(presented, identities);
   }
 
-  private async lookup(hash: string): Promise<KeyIdentity | null> {
+  private async lookup(hash: string, key: string): Promise<KeyIdentity | null> {
     const hit = this.fresh(hash, this.clock.now());
     if (hit) return hit.identity;
-    return this.ask(hash);
+    return this.ask(hash, key, false);
   }
 
   /**
    * Asks the sources in the background; the entry serves meanwhile. An answer replaces the entry;
    * if none comes (the store is down), the next renewal waits RENEW_RETRY_MS, not every request.
    */
-  private renew(hash: string, entry: Entry, now: number): void {
-    entry.renewAfter = now + RENEW_RETRY_MS;
-    this.ask(hash).catch(() => {});
+  private renew(hash: string, key: string, entry: Entry, now: number): void {
+    entry.renewAfter = now + Math.min(RENEW_RETRY_MS, entry.ttl - entry.renewFrom);
+    this.ask(hash, key, true).catch(() => {});
   }
 
   /** The one lookup under way for this hash, started if there is none. */
-  private ask(hash: string): Promise<KeyIdentity | null> {
+  private ask(hash: string, key: string, background: boolean): Promise<KeyIdentity | null> {
     let lookup = this.pending.get(hash);
+    if (lookup && lookup.background && !background) {
+      // A request joins a renewal that may be waiting for company: it goes now.
+      lookup.background = false;
+      for (const s of this.sources) s.hurry?.();
+    }
     if (!lookup) {
-      const started: Lookup = { raced: null, answer: null as unknown as Promise<KeyIdentity | null> };
+      const started: Lookup = { raced: null, background, answer: null as unknown as Promise<KeyIdentity | null> };
       this.pending.set(hash, started);
-      started.answer = this.askSources(hash, this.cache.get(hash), started).finally(() => {
+      started.answer = this.askSources(hash, key, background, this.cache.get(hash), started).finally(() => {
         // A flush may have dropped this lookup and a newer one taken its place.
         if (this.pending.get(hash) === started) this.pending.delete(hash);
       });
@@ -181,31 +222,47 @@ export class Authenticator {
     return lookup.answer;
   }
 
-  private async askSources(hash: string, previous: Entry | undefined, lookup: Lookup): Promise<KeyIdentity | null> {
+  private async askSources(hash: string, key: string, background: boolean, previous: Entry | undefined, lookup: Lookup): Promise<KeyIdentity | null> {
+    // An answer describes the source as it was when asked: its age counts from then, so nothing
+    // is trusted longer than its source allows, however long the asking took.
+    const askedAt = this.clock.now();
     let lastError: unknown = null;
     for (const source of this.sources) {
-      let found: KeyIdentity | null;
+      let found: SourceAnswer;
       try {
-        found = await source.findByHash(hash);
+        found = await source.find(key, hash, background);
       } catch (err) {
         lastError = err;
         continue;
       }
-      if (found && sameHash(found.hash, hash)) {
-        this.remember(hash, found, lookup.raced);
+      if (found === 'refused') {
+        this.remember(hash, null, lookup.raced, askedAt);
+        return null;
+      }
+      if (found !== 'unknown' && sameHash(found.hash, hash)) {
+        this.remember(hash, found, lookup.raced, askedAt, source);
         return found;
       }
     }
     if (lastError !== null) {
-      // Outage: a key seen valid recently keeps working; anything else is unknowable.
-      if (previous?.identity && this.clock.now() - previous.at < this.staleTtl) return previous.identity;
+      // Outage: a key seen valid recently keeps working; anything else is unknowable. Its next
+      // requests are answered from the cache at once (a lookup would only wait for the same
+      // failure), and it is asked for again in the background every RENEW_RETRY_MS.
+      const now = this.clock.now();
+      if (previous?.identity && now - previous.at < previous.stale) {
+        if (this.cache.get(hash) === previous) {
+          previous.degraded = true;
+          previous.renewAfter = now + RENEW_RETRY_MS;
+        }
+        return previous.identity;
+      }
       throw lastError;
     }
-    this.remember(hash, null, lookup.raced);
+    this.remember(hash, null, lookup.raced, askedAt);
     return null;
   }
 
-  private remember(hash: string, identity: KeyIdentity | null, raced: Lookup['raced']): void {
+  private remember(hash: string, identity: KeyIdentity | null, raced: Lookup['raced'], at: number, source?: KeySource): void {
     // A change arrived while we were asking and our answer may predate it: use it once, keep nothing.
     // Only a change that may contradict the answer counts (a creation cannot make a found key wrong).
     if (raced === 'flush' || (raced === 'deleted' && identity) || (raced === 'created' && !identity)) return;
@@ -218,7 +275,14 @@ export class Authenticator {
       }
     }
     this.cache.delete(hash);
-    this.cache.set(hash, { identity, at: this.clock.now() });
+    this.cache.set(hash, { identity, at, stale: source?.staleMs ?? this.staleTtl, ...this.lifetime(identity, source?.maxAgeMs) });
+  }
+
+  /** How long an answer is trusted, and from when it is renewed while in use. */
+  private lifetime(identity: KeyIdentity | null, maxAgeMs: number | undefined): { ttl: number; renewFrom: number } {
+    if (!identity) return { ttl: this.negativeTtl, renewFrom: this.negativeTtl };
+    if (maxAgeMs === undefined || maxAgeMs >= this.positiveTtl) return { ttl: this.positiveTtl, renewFrom: this.refreshAhead };
+    return { ttl: maxAgeMs, renewFrom: Math.min(this.refreshAhead, Math.floor((maxAgeMs * 3) / 4)) };
   }
 }
 
@@ -250,9 +314,9 @@ export function storeKeySource(
 ): KeySource {
   return {
     name: 'sluice',
-    findByHash: async (hash) => {
+    find: async (_key, hash) => {
       const r = await timed(() => store.findKeyByHash(hash));
-      return r ? { id: r.id, user: r.user, hash: r.hash } : null;
+      return r ? { id: r.id, user: r.user, hash: r.hash } : 'unknown';
     },
     onChange: (l) => store.onKeyChange(l),
   };

@@ -34,9 +34,17 @@ export function newKeyId(): string {
   return 'key_' + randomUUID().replace(/-/g, '').slice(0, 20);
 }
 
-/** Imported keys must look like keys: visible ASCII, no spaces, a sane length. */
+/**
+ * Imported keys must look like keys: visible ASCII, no spaces, a sane length. A body that still
+ * starts with `sk-` once its optional `sk-` is stripped (`sk-sk-...`) is refused: the relay and
+ * sluice strip only one, so such a key would work only when sent with both prefixes, breaking
+ * "the leading sk- is optional" for whoever was handed it.
+ */
 export function validImportedKey(raw: string): string | null {
   const body = keyBody(raw);
+  if (body.startsWith(KEY_PREFIX)) {
+    return 'an imported key must not start with "sk-sk-": only one leading "sk-" is optional, so that key would work only when sent with both; import it without the extra "sk-"';
+  }
   if (body.length < 16) return 'an imported key must be at least 16 characters long (after its optional "sk-")';
   if (body.length > 256) return 'an imported key must be at most 256 characters long';
   if (!/^[\x21-\x7e]+$/.test(body)) return 'an imported key may hold only visible ASCII characters';

@@ -13,6 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import {
@@ -141,6 +142,8 @@ interface Exchange {
   path: string;
   query: string;
   dist: Distributed;
+  /** The body as new-api's handlers read it: undone `Content-Encoding: gzip` or `br`. */
+  decoded: Buffer;
   /** The CORS middleware's headers on the answer: a preflight's, an ordinary cross-origin call's, or none. */
   corsHeaders: Readonly<Record<string, string>> | null;
   /** new-api's request id: in the X-Oneapi-Request-Id header and its error messages. */
@@ -192,14 +195,17 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
       const query = q === -1 ? '' : url.slice(q + 1);
       const method = req.method ?? 'GET';
       const body = chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks);
-      void distribute(method, path, query, req.headers, body).then((dist) => record(req, res, { method, url, path, query, body, dist }));
+      const decoded = decompressed(method, req.headers['content-encoding'], body);
+      const dist: Promise<Distributed> =
+        decoded === null ? Promise.resolve({ kind: 'error', status: 400, message: '' }) : distribute(method, path, query, req.headers, decoded);
+      void dist.then((d) => record(req, res, { method, url, path, query, body, decoded: decoded ?? body, dist: d }));
     });
   });
 
   const record = (
     req: IncomingMessage,
     res: ServerResponse,
-    r: { method: string; url: string; path: string; query: string; body: Buffer; dist: Distributed },
+    r: { method: string; url: string; path: string; query: string; body: Buffer; decoded: Buffer; dist: Distributed },
   ): void => {
     {
       const rec: RecordedRequest = {
@@ -227,6 +233,7 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
         path: r.path,
         query: r.query,
         dist: r.dist,
+        decoded: r.decoded,
         corsHeaders,
         requestId: requestId(),
       };
@@ -356,6 +363,22 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
   standin.url = `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}`;
   log(`listening on ${standin.url}`);
   return standin;
+}
+
+/**
+ * new-api's DecompressRequestMiddleware: a body sent with exactly `Content-Encoding: gzip` or `br`
+ * (a single coding, compared as written) is undone before anything reads it; any other coding is
+ * left as it is (zstd too: Node 20 has no zstd). Null where it cannot be undone (new-api: 400).
+ */
+function decompressed(method: string, encoding: string | undefined, body: Buffer): Buffer | null {
+  if (method === 'GET' || body.length === 0) return body;
+  try {
+    if (encoding === 'gzip') return gunzipSync(body);
+    if (encoding === 'br') return brotliDecompressSync(body);
+  } catch {
+    return null;
+  }
+  return body;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -510,20 +533,24 @@ function defaultAnswer(ex: Exchange, n: number): Answer {
   const { rec, path, query: rawQuery } = ex;
   const query = new URLSearchParams(rawQuery);
   const method = rec.method.toUpperCase();
-  const promptTokens = Math.max(1, Math.ceil(rec.body.length / 4));
+  const promptTokens = Math.max(1, Math.ceil(ex.decoded.length / 4));
 
   // The CORS middleware answers a cross-origin OPTIONS itself (new-api routes no OPTIONS at all).
   if (method === 'OPTIONS') {
     if (isCorsRequest(rec.headers)) return { kind: 'raw', status: 204, body: Buffer.alloc(0), contentType: undefined };
     return noRoute(rec, method, path);
   }
-  if (ex.dist.kind === 'error') return newApiError(ex, ex.dist.status, ex.dist.message);
+  if (ex.dist.kind === 'error') {
+    // A body its decompression middleware cannot undo: a bare 400.
+    if (ex.dist.message === '') return { kind: 'raw', status: 400, body: Buffer.alloc(0), contentType: undefined };
+    return newApiError(ex, ex.dist.status, ex.dist.message);
+  }
   const model = ex.dist.kind === 'model' ? ex.dist.model : undefined;
 
   if (method === 'POST') {
-    if (path === '/v1/chat/completions' || path === '/pg/chat/completions') return chatCompletion(parseBody(rec.body), promptTokens, n);
-    if (path === '/v1/responses') return responsesAnswer(parseBody(rec.body), promptTokens, n);
-    if (path === '/v1/messages') return anthropicMessage(parseBody(rec.body), promptTokens, n);
+    if (path === '/v1/chat/completions' || path === '/pg/chat/completions') return chatCompletion(parseBody(ex.decoded), promptTokens, n);
+    if (path === '/v1/responses') return responsesAnswer(parseBody(ex.decoded), promptTokens, n);
+    if (path === '/v1/messages') return anthropicMessage(parseBody(ex.decoded), promptTokens, n);
     const g = GEMINI_PATH.exec(path);
     if (g) return geminiAnswer(g[2] ?? 'gemini', g[3] === 'streamGenerateContent', query.get('alt') === 'sse', promptTokens, n);
     if (NOT_IMPLEMENTED.has(path)) {

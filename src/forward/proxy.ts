@@ -2,7 +2,9 @@
  * The forwarding engine: http-proxy behind one module so it stays swappable.
  * It owns the http-proxy defects a sidecar must handle:
  * keep-alive agent, re-sent bodies, error listener, aborts in both directions,
- * hop-by-hop stripping, and SSE passing through unbuffered and uncompressed.
+ * hop-by-hop stripping, and SSE passing through unbuffered and uncompressed. It also bounds the
+ * wait for the relay's response headers (`upstream.headersTimeoutSeconds`, 504) and tells a
+ * process out of descriptors (503 out_of_sockets) from a relay that cannot be reached (502).
  */
 import type http from 'node:http';
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
@@ -15,10 +17,23 @@ import {
   type ProxyEngine,
   type UpstreamAgentOptions,
 } from './engine.js';
+import type { BodyLease } from '../body-budget.js';
 import { Errors, sendError } from '../errors.js';
 import { filterResponseHeaders } from './headers.js';
 
-export type ForwardOutcome = 'completed' | 'client-aborted' | 'upstream-aborted' | 'upstream-error' | 'intercepted';
+export type ForwardOutcome =
+  | 'completed'
+  | 'client-aborted'
+  | 'upstream-aborted'
+  | 'upstream-error'
+  /** sluice answered 504: the relay's headers did not come within upstream.headersTimeoutSeconds. */
+  | 'upstream-timeout'
+  /** sluice answered 503: it had no descriptor left to open a relay connection with (EMFILE/ENFILE). */
+  | 'out-of-sockets'
+  | 'intercepted';
+
+/** The status sluice itself answered with for an outcome, when it did. */
+export const OWN_STATUS: Partial<Record<ForwardOutcome, number>> = { 'upstream-error': 502, 'upstream-timeout': 504, 'out-of-sockets': 503 };
 
 export interface ForwardResult {
   outcome: ForwardOutcome;
@@ -34,6 +49,8 @@ export interface ForwardJob {
   res: ServerResponse;
   /** The already-read body to send, or null to send none. */
   body: Buffer | null;
+  /** What the body holds of the bodies' budget: released once it is handed to the relay's socket. */
+  lease?: BodyLease | null;
   requestId: string;
   /**
    * Sees the relay's response before anything is written to the client;
@@ -51,6 +68,57 @@ export interface ForwarderOptions extends UpstreamAgentOptions {
   engine?: ForwardEngineName;
   /** Counts event streams (text/event-stream answers) while they are open. */
   openStreams?: { inc(): void; dec(): void };
+  /** Bound on the wait for the relay's response headers, in seconds (0 or absent: none). */
+  headersTimeoutSeconds?: number;
+  /** Called when a relay connection could not be opened for want of descriptors. */
+  onOutOfSockets?: (err: Error) => void;
+}
+
+/** What every exchange of one Forwarder shares. */
+class ForwarderContext {
+  /** Exchanges still waiting for the relay's response headers, oldest first (a doubly linked list). */
+  head: JobState | null = null;
+  tail: JobState | null = null;
+  headersTimeoutMs = 0;
+
+  constructor(
+    readonly openStreams: ForwarderOptions['openStreams'],
+    readonly onOutOfSockets: ForwarderOptions['onOutOfSockets'],
+  ) {}
+
+  wait(s: JobState): void {
+    s.waiting = true;
+    s.prev = this.tail;
+    if (this.tail !== null) this.tail.next = s;
+    else this.head = s;
+    this.tail = s;
+  }
+
+  unwait(s: JobState): void {
+    if (!s.waiting) return;
+    s.waiting = false;
+    if (s.prev !== null) s.prev.next = s.next;
+    else this.head = s.next;
+    if (s.next !== null) s.next.prev = s.prev;
+    else this.tail = s.prev;
+    s.prev = s.next = null;
+  }
+
+  /** Answers 504 to every exchange that has waited `headersTimeoutMs` or longer, and aborts its relay request. */
+  sweep(now: number): void {
+    const limit = this.headersTimeoutMs;
+    if (limit <= 0) return;
+    // Exchanges join at the tail as they are sent, so the oldest are at the head.
+    while (this.head !== null && now - this.head.sentAt >= limit) {
+      const s = this.head;
+      this.unwait(s);
+      if (s.finished) continue;
+      sendError(s.res, Errors.UPSTREAM_TIMEOUT, s.requestId, { params: { seconds: limit / 1000 } });
+      s.finish('upstream-timeout', null, null);
+      // Its error (socket hang up) then finds the exchange finished and answers nothing more.
+      s.proxyReq?.destroy();
+    }
+  }
 }
 
 const JOB = Symbol('sluice.forwardJob');
@@ -69,6 +137,10 @@ class JobState {
   upstreamMs: number | null = null;
   /** Counted in `openStreams` until finished. */
   streaming = false;
+  /** In the context's list of exchanges waiting for the relay's headers. */
+  waiting = false;
+  prev: JobState | null = null;
+  next: JobState | null = null;
 
   constructor(
     readonly res: ServerResponse,
@@ -76,14 +148,15 @@ class JobState {
     readonly intercept: ((upstream: IncomingMessage) => boolean) | undefined,
     readonly done: ((r: ForwardResult) => void) | undefined,
     readonly extraHeaders: Readonly<Record<string, string>> | undefined,
-    readonly openStreams: ForwarderOptions['openStreams'],
+    readonly ctx: ForwarderContext,
     readonly sentAt: number,
   ) {}
 
   finish(outcome: ForwardOutcome, status: number | null, upstreamMs: number | null, error?: Error): void {
     if (this.finished) return;
     this.finished = true;
-    if (this.streaming) this.openStreams!.dec();
+    if (this.waiting) this.ctx.unwait(this);
+    if (this.streaming) this.ctx.openStreams!.dec();
     if (this.done) this.done(error === undefined ? { outcome, status, upstreamMs } : { outcome, status, upstreamMs, error });
   }
 }
@@ -99,14 +172,22 @@ type WithJob = IncomingMessage & Carrier;
  * one write, without a Readable and its ticks per request.
  */
 class BodySource {
-  constructor(private body: Buffer | null) {}
+  constructor(
+    private body: Buffer | null,
+    private lease: BodyLease | null = null,
+  ) {}
   pipe<T extends NodeJS.WritableStream>(dest: T): T {
     const body = this.body;
+    const lease = this.lease;
     // The engine keeps its options (this object) for the whole exchange, a stream for minutes:
     // drop the reference so a large prompt is freed once written, not when the stream ends.
     this.body = null;
+    this.lease = null;
     if (body === null) dest.end();
-    else dest.end(body);
+    else if (lease === null) dest.end(body);
+    // The body's share of the budget goes back once it is in the relay socket's hands (the
+    // request's 'finish'), not when the answer ends: a stream may run for minutes after.
+    else dest.end(body, () => lease.release());
     return dest;
   }
 }
@@ -163,6 +244,12 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
     up.destroy();
     return;
   }
+  if (state.waiting) state.ctx.unwait(state);
+  if (state.finished) {
+    // Answered already (the headers came after sluice's 504).
+    up.destroy();
+    return;
+  }
   const upstreamMs = performance.now() - state.sentAt;
   const status = up.statusCode ?? 502;
   state.status = status;
@@ -187,9 +274,9 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
   if (ct !== undefined && ct.startsWith('text/event-stream')) {
     // Send headers now: a reasoning model may think for minutes before its first event.
     res.flushHeaders();
-    if (state.openStreams !== undefined) {
+    if (state.ctx.openStreams !== undefined) {
       state.streaming = true;
-      state.openStreams.inc();
+      state.ctx.openStreams.inc();
     }
   }
   state.up = up;
@@ -213,20 +300,34 @@ function onProxyError(err: Error, req: IncomingMessage, res: ServerResponse): vo
     state.finish('client-aborted', null, null, err);
     return;
   }
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'EMFILE' || code === 'ENFILE') {
+    // The relay is not at fault: sluice has no descriptor left to reach it with.
+    sendError(res, Errors.OUT_OF_SOCKETS, state.requestId, { headers: { 'retry-after': '1' } });
+    state.finish('out-of-sockets', null, null, err);
+    state.ctx.onOutOfSockets?.(err);
+    return;
+  }
   // Never replay: a POST the relay may have started is answered 502, not retried.
   sendError(res, Errors.UPSTREAM_UNREACHABLE, state.requestId);
   state.finish('upstream-error', null, null, err);
 }
+
+/** How often exchanges waiting for the relay's headers are checked against their bound. */
+const SWEEP_MS = 1000;
 
 export class Forwarder {
   private readonly proxy: ProxyEngine;
   readonly agent: http.Agent;
   readonly engine: ForwardEngineName;
   private readonly target: Record<string, string>;
-  private readonly openStreams: ForwarderOptions['openStreams'];
+  private readonly ctx: ForwarderContext;
+  /** One interval for every exchange's headers bound, not a timer per request. */
+  private sweeper: NodeJS.Timeout | null = null;
 
   constructor(opts: ForwarderOptions) {
-    this.openStreams = opts.openStreams;
+    this.ctx = new ForwarderContext(opts.openStreams, opts.onOutOfSockets);
+    this.setHeadersTimeout(opts.headersTimeoutSeconds ?? 0);
     this.agent = createUpstreamAgent(opts.upstream, opts);
     this.target = engineTarget(opts.upstream);
     this.engine = opts.engine ?? defaultForwardEngine();
@@ -244,17 +345,33 @@ export class Forwarder {
 
   forward(job: ForwardJob): void {
     const { req, res } = job;
-    const state = new JobState(res, job.requestId, job.intercept, job.done, job.extraHeaders, this.openStreams, performance.now());
+    const state = new JobState(res, job.requestId, job.intercept, job.done, job.extraHeaders, this.ctx, performance.now());
     (req as WithJob)[JOB] = state;
     (res as ServerResponse & Carrier)[JOB] = state;
     res.on('close', onClientClose);
+    if (this.ctx.headersTimeoutMs > 0) this.ctx.wait(state);
     this.proxy.web(req, res, {
       target: this.target,
-      buffer: job.body === null ? NO_BODY : new BodySource(job.body),
+      buffer: job.body === null ? NO_BODY : new BodySource(job.body, job.lease ?? null),
     });
   }
 
+  /** Sets the bound on the wait for the relay's response headers (0: none); a reload may change it. */
+  setHeadersTimeout(seconds: number): void {
+    this.ctx.headersTimeoutMs = seconds * 1000;
+    if (seconds > 0 && this.sweeper === null) {
+      this.sweeper = setInterval(() => this.ctx.sweep(performance.now()), SWEEP_MS);
+      this.sweeper.unref();
+    } else if (seconds <= 0 && this.sweeper !== null) {
+      clearInterval(this.sweeper);
+      this.sweeper = null;
+      while (this.ctx.head !== null) this.ctx.unwait(this.ctx.head);
+    }
+  }
+
   close(): void {
+    if (this.sweeper !== null) clearInterval(this.sweeper);
+    this.sweeper = null;
     this.agent.destroy();
     this.proxy.close();
   }

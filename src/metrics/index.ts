@@ -37,9 +37,19 @@ export class Metrics {
   readonly shadowRejections = this.add(
     new Counter('sluice_shadow_rejections_total', 'Calls a limit in shadow mode would have rejected (admitted anyway)', ['limit', 'reason']),
   );
+  readonly relayDbSeconds = this.add(
+    new Histogram('sluice_relay_db_seconds', "Statements against the relay's database (lookup: one batch of keys; schema: reading its tables)", ['op'], FAST_BUCKETS),
+  );
+  readonly relayDbErrors = this.add(new Counter('sluice_relay_db_errors_total', "Statements against the relay's database that failed or timed out, by operation", ['op']));
   readonly configReloads = this.add(new Counter('sluice_config_reloads_total', 'Config file reloads by result (success, failure)', ['result']));
   readonly openStreams = this.add(new Gauge('sluice_open_streams', 'Event streams (text/event-stream responses) currently open'));
   readonly inflight = this.add(new Gauge('sluice_inflight_requests', 'Requests currently being handled'));
+  readonly connections = this.add(new Gauge('sluice_open_connections', 'Client connections open on the public listener'));
+  readonly maxConnections = this.add(new Gauge('sluice_max_connections', 'Client connections the public listener accepts at most (server.maxConnections)'));
+  readonly droppedConnections = this.add(new Counter('sluice_dropped_connections_total', 'Client connections closed on arrival because maxConnections were open'));
+  readonly requestTimeouts = this.add(new Counter('sluice_request_timeouts_total', 'Requests answered 408: headers or body not in within server.headersTimeoutSeconds / requestTimeoutSeconds'));
+  readonly outOfSockets = this.add(new Counter('sluice_out_of_sockets_total', 'Relay connections that could not be opened for want of file descriptors (EMFILE/ENFILE)'));
+  readonly bodyBudgetRefusals = this.add(new Counter('sluice_body_budget_refusals_total', 'Requests answered 503 because their body would take the bodies in flight past bodyBudgetBytes'));
 
   // Label sets recur on every request: each is resolved to its cell once.
   // By family, then outcome: no key string is built per request.
@@ -47,6 +57,12 @@ export class Metrics {
   private readonly decisionCells = memo((family: string) => this.decisionSeconds.cell({ family }));
   private readonly relayCells = memo((family: string) => this.relaySeconds.cell({ family }));
   private readonly storeCells = memo((op: string) => this.storeSeconds.cell({ op }));
+
+  /** Bytes held by request bodies in flight, and their budget (set by the app, which owns the budget). */
+  bodyBytes(read: () => number, limit: () => number): void {
+    this.add(new Gauge('sluice_body_bytes', 'Bytes request bodies in flight hold now, raw and decoded (counted against bodyBudgetBytes)', read));
+    this.add(new Gauge('sluice_body_budget_bytes', 'bodyBudgetBytes: what request bodies in flight may hold together', limit));
+  }
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'sluice_' });

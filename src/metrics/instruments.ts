@@ -88,6 +88,8 @@ export class Gauge implements Described {
   constructor(
     readonly name: string,
     readonly help: string,
+    /** Reads the value when metrics are collected, for a figure kept elsewhere (then `value` is unused). */
+    private readonly read?: () => number,
   ) {}
 
   inc(): void {
@@ -99,7 +101,8 @@ export class Gauge implements Described {
   }
 
   get(): MetricSnapshot {
-    return { name: this.name, help: this.help, type: 'gauge', aggregator: 'sum', values: [{ value: this.value, labels: {} }] };
+    const value = this.read === undefined ? this.value : this.read();
+    return { name: this.name, help: this.help, type: 'gauge', aggregator: 'sum', values: [{ value, labels: {} }] };
   }
 }
 

@@ -1,6 +1,7 @@
 import { brotliCompressSync, constants, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { decodeBody } from './decode.js';
+import { BodyBudget } from '../body-budget.js';
+import { brotliWorkingSet, decodeBody } from './decode.js';
 import type { Decoded } from './decode.js';
 
 const JSON_BODY = Buffer.from(JSON.stringify({ model: 'vend-flash-free', messages: [{ role: 'user', content: 'hi '.repeat(100) }] }));
@@ -153,5 +154,51 @@ describe('decodeBody: unsupported codings', () => {
     const result = failure(await decodeBody(Buffer.from('not gzip'), 'gzip, zstd', MB));
     expect(result).toEqual({ status: 415, reason: expect.stringContaining('"zstd"') as string });
     expect(failure(await decodeBody(Buffer.from('not gzip'), 'ZSTD, gzip', MB)).reason).toContain('"zstd"');
+  });
+});
+
+describe('decodeBody: the bodies budget', () => {
+  it('counts the decoded bytes it keeps (held) and gives back every intermediate layer and decoder', async () => {
+    const budget = new BodyBudget(64 * MB);
+    const lease = budget.lease();
+    const r = await decodeBody(brotliCompressSync(gzipSync(JSON_BODY)), 'gzip, br', MB, lease);
+    if (!r.ok) throw new Error(r.reason);
+    expect(r.body).toEqual(JSON_BODY);
+    expect(r.held).toBe(JSON_BODY.length);
+    expect(budget.used).toBe(JSON_BODY.length);
+    lease.give(r.held);
+    expect(budget.used).toBe(0);
+  });
+
+  it('stops a bomb when the budget runs out, with 503, and holds nothing afterwards', async () => {
+    const budget = new BodyBudget(2 * MB);
+    const lease = budget.lease();
+    const bomb = gzipSync(Buffer.alloc(64 * MB), { level: 9 });
+    const r = await decodeBody(bomb, 'gzip', 32 * MB, lease);
+    expect(r).toMatchObject({ ok: false, status: 503 });
+    expect(budget.used).toBe(0);
+  });
+
+  it('gives everything back when the size limit or bad data ends the decoding', async () => {
+    const budget = new BodyBudget(64 * MB);
+    const lease = budget.lease();
+    expect(await decodeBody(gzipSync(Buffer.alloc(4 * MB)), 'gzip', MB, lease)).toMatchObject({ ok: false, status: 413 });
+    expect(await decodeBody(Buffer.from('not gzip at all'), 'gzip', MB, lease)).toMatchObject({ ok: false, status: 400 });
+    expect(budget.used).toBe(0);
+  });
+
+  it('takes a brotli decoder\'s window, read from the stream\'s header, before decoding', async () => {
+    for (const lgwin of [10, 16, 18, 22, 24]) {
+      const compressed = brotliCompressSync(Buffer.alloc(4 * MB, 0x20), { params: { [constants.BROTLI_PARAM_LGWIN]: lgwin } });
+      const ws = brotliWorkingSet(compressed);
+      // The encoder may declare a window smaller than asked for a small input, never larger.
+      expect(ws, `lgwin ${lgwin}`).toBeLessThanOrEqual(2 ** Math.max(lgwin, 16) + 4 * MB);
+      expect(ws).toBeGreaterThan(2 ** 10);
+      // Not enough room for that window: refused before decoding anything.
+      const tight = new BodyBudget(ws - 1).lease();
+      expect(await decodeBody(compressed, 'br', 8 * MB, tight)).toMatchObject({ ok: false, status: 503 });
+    }
+    const big = brotliCompressSync(Buffer.alloc(32 * MB), { params: { [constants.BROTLI_PARAM_LGWIN]: 24, [constants.BROTLI_PARAM_QUALITY]: 4 } });
+    expect(brotliWorkingSet(big)).toBeGreaterThanOrEqual(16 * MB);
   });
 });

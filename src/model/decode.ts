@@ -3,30 +3,60 @@
  * A content-encoding sluice cannot decode is refused rather than passed through, or compressing
  * a body would be enough to skip the free-tier check.
  */
-import { promisify } from 'node:util';
-import { brotliDecompress, gunzip, inflate, inflateRaw } from 'node:zlib';
+import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw, type BrotliDecompress, type Gunzip, type Inflate, type InflateRaw } from 'node:zlib';
 
-export type Decoded = { ok: true; body: Buffer } | { ok: false; status: 413 | 415 | 400; reason: string };
+/** `held`: bytes taken from the budget for `body`, to be given back once it has been read. */
+export type Decoded = { ok: true; body: Buffer; held: number } | { ok: false; status: 413 | 415 | 400 | 503; reason: string };
 
-type AsyncDecoder = (input: Buffer, maxOutputLength: number) => Promise<Buffer>;
+/** Where decoded bytes are counted (a request's BodyLease, src/body-budget.ts). */
+export interface DecodeBudget {
+  take(n: number): boolean;
+  give(n: number): void;
+}
 
-const gunzipAsync = promisify(gunzip);
-const inflateZlibAsync = promisify(inflate);
-const inflateRawAsync = promisify(inflateRaw);
-const brotliAsync = promisify(brotliDecompress);
+type Decoder = Gunzip | Inflate | InflateRaw | BrotliDecompress;
+
+/** Output slices per thread-pool round trip: fewer trips than zlib's 16 KB default. */
+const CHUNK = 64 * 1024;
 
 /**
- * Decoders run in zlib's thread pool: a small body can inflate to `maxBytes`, and inflating 32 MB
- * with the *Sync functions would hold the event loop for tens of milliseconds. HTTP's "deflate" is
- * zlib-wrapped (RFC 9110), but some clients send raw deflate; browsers and curl accept both, so it
- * is decided by the zlib header rather than refused when the relay might accept it.
+ * Decoders are zlib streams running in its thread pool (inflating megabytes on the event loop
+ * would hold every other request), and their output is counted as it comes out: a bomb stops
+ * at the limit, or when the bodies' budget cannot take more, without ever being held whole.
+ * HTTP's "deflate" is zlib-wrapped (RFC 9110), but some clients send raw deflate; browsers and
+ * curl accept both, so it is decided by the zlib header rather than refused when the relay
+ * might accept it.
  */
-const DECODERS = new Map<string, AsyncDecoder>([
-  ['gzip', (input, maxOutputLength) => gunzipAsync(input, { maxOutputLength })],
-  ['x-gzip', (input, maxOutputLength) => gunzipAsync(input, { maxOutputLength })],
-  ['deflate', (input, maxOutputLength) => (hasZlibHeader(input) ? inflateZlibAsync : inflateRawAsync)(input, { maxOutputLength })],
-  ['br', (input, maxOutputLength) => brotliAsync(input, { maxOutputLength })],
+const DECODERS = new Map<string, (input: Buffer) => Decoder>([
+  ['gzip', () => createGunzip({ chunkSize: CHUNK })],
+  ['x-gzip', () => createGunzip({ chunkSize: CHUNK })],
+  ['deflate', (input) => (hasZlibHeader(input) ? createInflate({ chunkSize: CHUNK }) : createInflateRaw({ chunkSize: CHUNK }))],
+  ['br', () => createBrotliDecompress({ chunkSize: CHUNK })],
 ]);
+
+/** A zlib inflater's own memory: its state, its 32 KB window and its first output chunk, rounded up. */
+const ZLIB_WORKING_SET = 128 * 1024;
+
+/**
+ * Huffman tables a brotli stream can make its decoder build: up to 256 trees each for literals,
+ * commands and distances (about 0.6, 1.1 and 1.2 MB at their largest), rounded up.
+ */
+const BROTLI_TABLES = 3 * 1024 * 1024;
+
+/**
+ * A brotli decoder's own memory: its ring buffer, as large as the window the stream's header
+ * declares (RFC 7932 section 9.1: up to 16 MiB, which a body of a few bytes can ask for), its
+ * tables and its first output chunk.
+ */
+export function brotliWorkingSet(input: Buffer): number {
+  const b = input[0] ?? 0;
+  let wbits: number;
+  if ((b & 1) === 0) wbits = 16;
+  else if ((b >> 1) & 7) wbits = 17 + ((b >> 1) & 7);
+  else if ((b >> 4) & 7) wbits = 8 + ((b >> 4) & 7);
+  else wbits = 17;
+  return 2 ** wbits + BROTLI_TABLES + CHUNK;
+}
 
 /** The codings a Content-Encoding field lists, in the order applied, without `identity` (no coding). */
 function listedCodings(contentEncoding: string): string[] {
@@ -55,36 +85,73 @@ function codingsToUndo(contentEncoding: string | undefined): string[] | Decoded 
   return codings.reverse();
 }
 
-function failed(coding: string, err: unknown, maxBytes: number): Decoded {
-  if (isTooLarge(err)) return tooLarge(maxBytes);
+function failed(coding: string, err: unknown): Decoded {
   const detail = err instanceof Error ? `: ${err.message}` : '';
   return { ok: false, status: 400, reason: `body is not valid ${coding} data${detail}` };
 }
 
-/** zlib refuses a limit below 1; the length check after each layer still enforces a smaller one. */
-const zlibLimit = (maxBytes: number): number => Math.max(1, Math.floor(maxBytes));
+const BUSY: Decoded = { ok: false, status: 503, reason: 'the request bodies in flight are at their memory budget' };
 
-export async function decodeBody(body: Buffer, contentEncoding: string | undefined, maxBytes: number): Promise<Decoded> {
+/**
+ * Undoes one coding of `input`, at most `maxBytes` of output, each output chunk taken from
+ * `budget` as it comes out (and the decoder's own memory for as long as it runs). On success
+ * the output stays taken; on failure everything this layer took is given back.
+ */
+function undo(coding: string, input: Buffer, maxBytes: number, budget: DecodeBudget | null): Promise<Buffer | Decoded> {
+  const workingSet = coding === 'br' ? brotliWorkingSet(input) : ZLIB_WORKING_SET;
+  if (budget !== null && !budget.take(workingSet)) return Promise.resolve(BUSY);
+  return new Promise((resolve) => {
+    const z = DECODERS.get(coding)!(input);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (r: Buffer | Decoded): void => {
+      if (settled) return;
+      settled = true;
+      if (budget !== null) budget.give(workingSet + (Buffer.isBuffer(r) ? 0 : size));
+      resolve(r);
+    };
+    const stop = (r: Decoded): void => {
+      chunks.length = 0;
+      z.destroy();
+      settle(r);
+    };
+    z.on('data', (c: Buffer) => {
+      if (settled) return;
+      if (size + c.length > maxBytes) return stop(tooLarge(maxBytes));
+      if (budget !== null && !budget.take(c.length)) return stop(BUSY);
+      size += c.length;
+      chunks.push(c);
+    });
+    z.on('end', () => settle(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
+    z.on('error', (err) => settle(failed(coding, err)));
+    z.end(input);
+  });
+}
+
+/**
+ * The body with its content codings undone, at most `maxBytes` of it after each layer. With a
+ * budget, the decoded bytes are counted in it (`held` says how many to give back once read).
+ */
+export async function decodeBody(body: Buffer, contentEncoding: string | undefined, maxBytes: number, budget?: DecodeBudget | null): Promise<Decoded> {
   const codings = codingsToUndo(contentEncoding);
   if (!Array.isArray(codings)) return codings;
+  const b = budget ?? null;
   let out = body;
+  let held = 0;
   for (const coding of codings) {
-    try {
-      out = await DECODERS.get(coding)!(out, zlibLimit(maxBytes));
-    } catch (err) {
-      return failed(coding, err, maxBytes);
-    }
-    if (out.length > maxBytes) return tooLarge(maxBytes);
+    const r = await undo(coding, out, maxBytes, b);
+    // The previous layer's output (never the body as received, which its own lease counts) is done with.
+    if (b !== null) b.give(held);
+    if (!Buffer.isBuffer(r)) return r;
+    out = r;
+    held = r.length;
   }
-  return { ok: true, body: out };
+  return { ok: true, body: out, held: b === null ? 0 : held };
 }
 
 function tooLarge(maxBytes: number): Decoded {
   return { ok: false, status: 413, reason: `decoded body exceeds ${maxBytes} bytes` };
-}
-
-function isTooLarge(err: unknown): boolean {
-  return err instanceof RangeError && 'code' in err && err.code === 'ERR_BUFFER_TOO_LARGE';
 }
 
 function hasZlibHeader(input: Buffer): boolean {

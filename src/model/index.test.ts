@@ -94,7 +94,7 @@ describe('requestedModel: every route where the relay reads a model', () => {
   const JSON_CT = { 'content-type': 'application/json' };
   const free = Buffer.from('{"model":"vend-flash-free"}');
   const at = (method: string, path: string, headers: Record<string, string>, body: Buffer | string | null, query = '') =>
-    requestedModel(method, path, headers, body === null ? null : Buffer.from(body), MB, undefined, undefined, query);
+    requestedModel(method, path, headers, body === null ? null : Buffer.from(body), MB, undefined, undefined, undefined, query);
 
   it.each([
     '/v1/chat/completions',

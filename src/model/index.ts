@@ -4,8 +4,9 @@
  * how it reads a body (content-type.ts).
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { BodyBudgetExceededError } from '../errors.js';
 import { planFor, routeOf, wildcardPlan, type ModelPlan, type Route } from '../routes.js';
-import { decodeBody, needsDecoding } from './decode.js';
+import { decodeBody, needsDecoding, type DecodeBudget } from './decode.js';
 import { FORM_TYPE, JSON_TYPE, modelByContentType, MULTIPART_TYPE, type ModelResult } from './content-type.js';
 import { firstQueryValue } from './form.js';
 import { engineModel, geminiPathModel } from './path.js';
@@ -53,6 +54,8 @@ export function requestedModel(
   maxBytes: number,
   /** From a prepass fed this very body, as sent. */
   hints?: StructureHints | null,
+  /** Where the bytes of a decoded body are counted while it is read (the request's BodyLease). */
+  budget?: DecodeBudget | null,
   route: Route = routeOf(path),
   /** The query string, without `?` (realtime reads `?model=`, Jimeng `?Action=`). */
   query = '',
@@ -75,21 +78,34 @@ export function requestedModel(
   // An empty body is read as it is: the relay refuses what it cannot read in it, if anything.
   if (body !== null && body.length > 0 && needsDecoding(headers['content-encoding'])) {
     const p = plan;
-    return decodedModel(body, headers, maxBytes, (b, h) => readPlan(p, ct, b, h, path, query));
+    return decodedModel(body, headers, maxBytes, budget ?? null, (b, h) => readPlan(p, ct, b, h, path, query));
   }
   return readPlan(plan, ct, body, hints ?? undefined, path, query);
 }
 
+/**
+ * A compressed body's model: decoded (at most `maxBytes`, maxDecodedBodyBytes, counted in the
+ * budget as it comes out), read, and the decoded copy let go. Past the budget it throws
+ * BodyBudgetExceededError (the gateway answers 503).
+ */
 async function decodedModel(
   body: Buffer,
   headers: IncomingHttpHeaders,
   maxBytes: number,
+  budget: DecodeBudget | null,
   read: (body: Buffer, hints: StructureHints | undefined) => ModelResult,
 ): Promise<ModelResult> {
-  const decoded = await decodeBody(body, headers['content-encoding'], maxBytes);
-  if (!decoded.ok) return { ok: false, status: decoded.status, reason: decoded.reason };
-  const hints = decoded.body.length >= PREPASS_FROM ? await prepassInTurns(decoded.body) : undefined;
-  return read(decoded.body, hints);
+  const decoded = await decodeBody(body, headers['content-encoding'], maxBytes, budget);
+  if (!decoded.ok) {
+    if (decoded.status === 503) throw new BodyBudgetExceededError(decoded.reason);
+    return { ok: false, status: decoded.status, reason: decoded.reason };
+  }
+  try {
+    const hints = decoded.body.length >= PREPASS_FROM ? await prepassInTurns(decoded.body) : undefined;
+    return read(decoded.body, hints);
+  } finally {
+    budget?.give(decoded.held);
+  }
 }
 
 /** Slices fed to the prepass per turn of the event loop when a whole decoded body is at hand. */

@@ -48,6 +48,17 @@ describe('Dockerfile', () => {
     expect(runtime.instructions.find((i) => i.op === 'ENV' && /NODE_ENV=production/.test(i.args))).toBeDefined();
   });
 
+  it("ships better-sqlite3's native addon, built in the build stage with install scripts off for every other package", () => {
+    // Without it, a relay on SQLite (SLUICE_RELAY_DB=sqlite:...) could not be read from the image.
+    const r = runs(build!);
+    expect(r.some((x) => /\bnpm ci\b.*--ignore-scripts/.test(x) && /\bnpm rebuild better-sqlite3\b/.test(x))).toBe(true);
+    expect(r.some((x) => /apt-get install[^&]*\bg\+\+/.test(x) && /\bmake\b/.test(x) && /\bpython3\b/.test(x))).toBe(true);
+    const copies = runtime.instructions.filter((i) => i.op === 'COPY').map((i) => i.args);
+    expect(copies.some((c) => /--from=build\s+\S*node_modules\/better-sqlite3\/build\s+\S*node_modules\/better-sqlite3\/build/.test(c))).toBe(true);
+    // Both stages on one base image: the addon's glibc and Node ABI match.
+    expect(runtime.from).toBe(build!.from);
+  });
+
   it('runs as a non-root numeric user', () => {
     const user = last(runtime, 'USER');
     expect(user, 'USER in the runtime stage').toBeDefined();

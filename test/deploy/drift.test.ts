@@ -19,7 +19,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
 import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import { startRelayStandin, type RelayStandin } from '../../src/demo/relay.js';
@@ -47,8 +48,16 @@ function secretTestValues(): Record<string, string> {
     SLUICE_ADMIN_TOKEN: 'drift-test-admin-token-0123456789',
     SLUICE_REDIS_URL: inject('redisUrl'),
     SLUICE_UPSTREAM_CREDENTIAL: 'sk-drift-test-upstream-credential',
+    // The relay's SQL_DSN: a relay database of this test's own, with the relay's tables.
+    SLUICE_RELAY_DB: relayDb.dsn,
   };
 }
+
+let relayDb: RelayDbFixture;
+beforeAll(async () => {
+  relayDb = await createRelayDb('postgres');
+});
+afterAll(() => relayDb?.drop());
 
 /** `node dist/x.js ...` → `node --import tsx src/x.ts ...`; anything else is refused. */
 function toDev(argv: string[]): { args: string[]; entry: string } {
@@ -194,7 +203,7 @@ async function launchFromManifests(dir: string): Promise<Launched> {
     ...stageEnv(runtime),
     ...manifestEnv,
   };
-  expect(fromSecrets.sort()).toEqual(['SLUICE_ADMIN_TOKEN', 'SLUICE_REDIS_URL', 'SLUICE_UPSTREAM_CREDENTIAL']);
+  expect(fromSecrets.sort()).toEqual(['SLUICE_ADMIN_TOKEN', 'SLUICE_REDIS_URL', 'SLUICE_RELAY_DB', 'SLUICE_UPSTREAM_CREDENTIAL']);
 
   // The config file: the ConfigMap's files in a directory, as the volume mount lays them out.
   const { mount, files, fileName } = configMount(objects, pod, sidecar);
@@ -298,6 +307,12 @@ describe.skipIf(kubectlMode === 'skip')(TITLE, () => {
       expect(res.status).toBe(200);
       expect(l.relay.requests).toHaveLength(1);
       expect(l.relay.requests[0]!.headers.authorization).toBe(`Bearer ${l.env.SLUICE_UPSTREAM_CREDENTIAL}`);
+      // A key made in the relay's console works too: sluice reads the relay's database from the
+      // Secret key the manifests wire (SQL_DSN).
+      const token = await relayDb.addToken(await relayDb.addUser());
+      const fromConsole = await fetch(l.at(l.servicePort, '/v1/models'), { headers: { authorization: `Bearer sk-${token.key}` } });
+      await fromConsole.arrayBuffer();
+      expect(fromConsole.status).toBe(200);
       const deleted = await admin(`/admin/keys/${encodeURIComponent(createdBody.id)}`, { method: 'DELETE' });
       await deleted.arrayBuffer();
       expect(deleted.status).toBe(204);

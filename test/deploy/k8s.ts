@@ -19,6 +19,7 @@ import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import type { IProbe } from 'kubernetes-models/v1/Probe';
 import { Secret } from 'kubernetes-models/v1/Secret';
+import { PersistentVolumeClaim } from 'kubernetes-models/v1/PersistentVolumeClaim';
 import type { IService } from 'kubernetes-models/v1/Service';
 import { Service } from 'kubernetes-models/v1/Service';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
@@ -35,6 +36,7 @@ export const KUSTOMIZATIONS = [
   'deploy/overlays/managed-redis',
   'deploy/examples/existing-new-api',
   'deploy/examples/two-channels',
+  'deploy/examples/new-api-sqlite',
 ] as const;
 
 /** The kustomizations an operator applies (the base is only built on top of). */
@@ -128,6 +130,11 @@ const MODELS: Record<string, { model: ModelClass; dts: string; iface: string }> 
   'v1/Service': { model: Service as unknown as ModelClass, dts: 'v1/Service.d.ts', iface: 'IService' },
   'v1/ConfigMap': { model: ConfigMap as unknown as ModelClass, dts: 'v1/ConfigMap.d.ts', iface: 'IConfigMap' },
   'v1/Secret': { model: Secret as unknown as ModelClass, dts: 'v1/Secret.d.ts', iface: 'ISecret' },
+  'v1/PersistentVolumeClaim': {
+    model: PersistentVolumeClaim as unknown as ModelClass,
+    dts: 'v1/PersistentVolumeClaim.d.ts',
+    iface: 'IPersistentVolumeClaim',
+  },
   'policy/v1/PodDisruptionBudget': {
     model: PodDisruptionBudget as unknown as ModelClass,
     dts: 'policy/v1/PodDisruptionBudget.d.ts',

@@ -79,6 +79,11 @@ function drainSecondsOf(files: Map<string, string>, fileName: string): number {
   return v;
 }
 
+/** Whether the relay container takes its environment from this Secret. */
+function relayReadsSecret(relay: IContainer, name: string): boolean {
+  return (relay.envFrom ?? []).some((f) => f.secretRef?.name === name) || (relay.env ?? []).some((e) => e.valueFrom?.secretKeyRef?.name === name);
+}
+
 function preStopSleepSeconds(relay: IContainer): number {
   const preStop = relay.lifecycle?.preStop;
   if (preStop?.sleep) return preStop.sleep.seconds;
@@ -229,10 +234,14 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
       const { sidecar } = sluicePod(objects);
       const example = readSecretExample();
       const exampleKeys = new Set([...Object.keys(example.stringData ?? {}), ...Object.keys(example.data ?? {})]);
+      const { relay } = sluicePod(objects);
       for (const e of sidecar.env ?? []) {
         const ref = e.valueFrom?.secretKeyRef;
         if (ref) {
-          if (ref.name === NAMES.secret) {
+          if (relayReadsSecret(relay, ref.name!)) {
+            // The relay's own Secret: only its database address, read from the key the relay reads.
+            expect([e.name, ref.key]).toEqual(['SLUICE_RELAY_DB', 'SQL_DSN']);
+          } else if (ref.name === NAMES.secret) {
             expect(exampleKeys.has(ref.key), `${e.name}: key ${ref.key} missing from secret.example.yaml`).toBe(true);
             // Never generated into the build: `kubectl apply -k` must not overwrite a rotated token.
             expect(objects.some((o) => o.kind === 'Secret' && o.metadata.name === NAMES.secret)).toBe(false);
@@ -248,9 +257,17 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
       expect(envVar(sidecar, 'SLUICE_REDIS_URL')?.valueFrom?.secretKeyRef).toBeDefined();
     });
 
-    it('keeps two or more replicas on a shared Redis, with a PodDisruptionBudget of minAvailable 1', () => {
+    it('keeps two or more replicas on a shared Redis, with a PodDisruptionBudget of minAvailable 1 (one replica, replaced whole, for a relay on SQLite)', () => {
       const objects = kustomize(dir);
       const { deployment, sidecar } = sluicePod(objects);
+      if (envVar(sidecar, 'SLUICE_RELAY_DB')?.value?.startsWith('sqlite:')) {
+        // One writer of the SQLite file: the old Pod stops before the new one starts, and no
+        // budget of one available Pod blocks every node drain.
+        expect(deployment.spec?.replicas).toBe(1);
+        expect(deployment.spec?.strategy?.type).toBe('Recreate');
+        expect(byKind(objects, 'PodDisruptionBudget')).toEqual([]);
+        return;
+      }
       expect(deployment.spec?.replicas).toBeGreaterThanOrEqual(2);
       expect(envVar(sidecar, 'SLUICE_REDIS_URL')).toBeDefined();
       const podLabels = deployment.spec?.template.metadata?.labels;
@@ -259,6 +276,30 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
       );
       expect(pdbs).toHaveLength(1);
       expect(pdbs[0]!.spec?.minAvailable).toBe(1);
+    });
+
+    it("reads the keys made in the relay's console from the relay's own database: the Secret key the relay reads, or its SQLite file read-only", () => {
+      const { sidecar, relay } = sluicePod(kustomize(dir));
+      const v = envVar(sidecar, 'SLUICE_RELAY_DB');
+      expect(v, 'SLUICE_RELAY_DB is not set on the sidecar').toBeDefined();
+      if (v!.value !== undefined) {
+        expect(v!.value).toMatch(/^sqlite:\//);
+        const path = v!.value.slice('sqlite:'.length);
+        const mount = (sidecar.volumeMounts ?? []).find((m) => path.startsWith(`${m.mountPath}/`));
+        expect(mount, `no volume mounted where ${path} is`).toBeDefined();
+        expect(mount!.readOnly).toBe(true);
+        const relayMount = (relay.volumeMounts ?? []).find((m) => m.name === mount!.name);
+        expect(relayMount, 'the relay does not mount that volume').toBeDefined();
+        expect(relayMount!.readOnly ?? false).toBe(false);
+        // new-api writes one-api.db in its working directory, /data in its image.
+        expect(relayMount!.mountPath + path.slice(mount!.mountPath.length)).toBe('/data/one-api.db');
+      } else {
+        const ref = v!.valueFrom?.secretKeyRef;
+        expect(ref?.key).toBe('SQL_DSN');
+        expect(relayReadsSecret(relay, ref!.name!), `the relay does not read Secret ${ref!.name}`).toBe(true);
+        // Optional: a relay on SQLite has no SQL_DSN, and sluice then runs on its own registry.
+        expect(ref!.optional).toBe(true);
+      }
     });
 
     it('announces /metrics on the admin port to Prometheus', () => {
@@ -419,11 +460,15 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
     expect(envVar(sidecar, 'SLUICE_ADMIN_TOKEN')?.valueFrom?.secretKeyRef?.name).toBe(NAMES.secret);
   });
 
-  it.each(APPLIED)('%s: sluice and the relay are as in the base but for Redis settings and images', (dir) => {
+  it.each(APPLIED)("%s: sluice and the relay are as in the base but for Redis settings, images and where the relay's database is", (dir) => {
     const strip = (c: IContainer): IContainer => ({
       ...c,
       image: '', // where the operator keeps the image
-      env: (c.env ?? []).filter((e) => !e.name.startsWith('SLUICE_REDIS_')).sort((a, b) => a.name.localeCompare(b.name)),
+      env: (c.env ?? [])
+        .filter((e) => !e.name.startsWith('SLUICE_REDIS_') && e.name !== 'SLUICE_RELAY_DB')
+        .sort((a, b) => a.name.localeCompare(b.name)),
+      // A relay on SQLite: its data volume, mounted read-only (checked above, with SLUICE_RELAY_DB).
+      volumeMounts: (c.volumeMounts ?? []).filter((m) => !(m.readOnly && m.name === 'relay-data')),
     });
     const base = sluicePod(kustomize('deploy/base'));
     const other = sluicePod(kustomize(dir));

@@ -1,0 +1,100 @@
+import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { BodyBudget } from './body-budget.js';
+import { readBody } from './body.js';
+
+function request(chunks: Buffer[], headers: Record<string, string> = {}, end = true): IncomingMessage {
+  const r = new Readable({ read() {} }) as unknown as IncomingMessage & { complete: boolean };
+  r.headers = headers;
+  r.complete = end;
+  for (const c of chunks) r.push(c);
+  if (end) r.push(null);
+  return r;
+}
+
+const chunksOf = (size: number, n: number): Buffer[] => Array.from({ length: n }, (_, i) => Buffer.alloc(size, 0x61 + (i % 26)));
+
+describe('BodyBudget leases', () => {
+  it('take what fits, refuse what does not (taking nothing), and give back exactly what they hold', () => {
+    const budget = new BodyBudget(100);
+    const a = budget.lease();
+    const b = budget.lease();
+    expect(a.take(60)).toBe(true);
+    expect(b.fits(40)).toBe(true);
+    expect(b.fits(41)).toBe(false);
+    expect(b.take(41)).toBe(false);
+    expect(budget.used).toBe(60);
+    expect(b.take(40)).toBe(true);
+    expect(budget.free).toBe(0);
+    a.give(10);
+    expect([a.held, budget.used]).toEqual([50, 90]);
+    // Never more than is held.
+    a.give(1000);
+    expect([a.held, budget.used]).toEqual([0, 40]);
+    b.release();
+    b.release();
+    expect(budget.used).toBe(0);
+  });
+
+  it('follow a lowered limit: nothing is taken back, new takes wait for room', () => {
+    const budget = new BodyBudget(100);
+    const a = budget.lease();
+    a.take(80);
+    budget.limit = 50;
+    expect(budget.lease().take(1)).toBe(false);
+    a.release();
+    expect(budget.lease().take(50)).toBe(true);
+  });
+});
+
+describe('readBody with a lease', () => {
+  it('holds exactly the bytes received, for a body held as its chunks', async () => {
+    const budget = new BodyBudget(1 << 20);
+    const lease = budget.lease();
+    const r = await readBody(request(chunksOf(10_000, 5)), 1 << 20, null, lease);
+    expect(r.ok).toBe(true);
+    expect(lease.held).toBe(50_000);
+    expect(budget.used).toBe(50_000);
+    lease.release();
+    expect(budget.used).toBe(0);
+  });
+
+  it('holds the one buffer of a large declared body, and gives back each chunk as it is moved into it', async () => {
+    const budget = new BodyBudget(4 << 20);
+    const lease = budget.lease();
+    const size = 1 << 20;
+    const r = await readBody(request(chunksOf(64 * 1024, 16), { 'content-length': String(size) }), 2 << 20, null, lease);
+    expect(r.ok && r.body.length).toBe(size);
+    expect(lease.held).toBe(size);
+  });
+
+  it('needs room for the chunks and the one buffer at once while a large body arrives (1.5 times its length)', async () => {
+    const size = 1 << 20;
+    // Room for the body but not for its first half beside the whole buffer.
+    const budget = new BodyBudget(size + 256 * 1024);
+    const r = await readBody(request(chunksOf(64 * 1024, 16), { 'content-length': String(size) }), 2 << 20, null, budget.lease());
+    expect(r).toEqual({ ok: false, reason: 'busy' });
+  });
+
+  it('refuses a declared length that does not fit before reading anything, and a chunk that does not fit as it comes', async () => {
+    const budget = new BodyBudget(100_000);
+    const other = budget.lease();
+    other.take(60_000);
+    const unread = request(chunksOf(50_000, 1), { 'content-length': '50000' });
+    const lease = budget.lease();
+    expect(await readBody(unread, 1 << 20, null, lease)).toEqual({ ok: false, reason: 'busy' });
+    expect(lease.held).toBe(0);
+    expect((unread as unknown as Readable).readableLength).toBe(50_000); // not a byte read
+    // No declared length: read until a chunk would not fit.
+    const chunked = budget.lease();
+    expect(await readBody(request(chunksOf(15_000, 4)), 1 << 20, null, chunked)).toEqual({ ok: false, reason: 'busy' });
+    expect(chunked.held).toBe(30_000);
+    expect(budget.used).toBe(90_000);
+  });
+
+  it('is never refused for the size limit and the budget both: the size limit is judged first', async () => {
+    const budget = new BodyBudget(10);
+    expect(await readBody(request([], { 'content-length': '1000' }), 100, null, budget.lease())).toEqual({ ok: false, reason: 'too-large' });
+  });
+});

@@ -1,0 +1,137 @@
+/**
+ * sluice as its own process, started the way `npm start` starts it (same Node flags, the
+ * Deployment's heap flag), optionally under a lower descriptor limit (`ulimit -n`), so that the
+ * hostile tests can read its memory and descriptors from /proc/<pid> while they attack it over
+ * loopback.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { NODE_FLAGS } from '../../src/node-flags.js';
+
+export const CHILD_ADMIN_TOKEN = 'hostile-admin-token-0123456789';
+
+export interface ChildSluice {
+  pid: number;
+  url: string;
+  port: number;
+  adminUrl: string;
+  /** The `sluice listening` log line. */
+  listening: Record<string, unknown>;
+  /** Every JSON log line so far. */
+  lines(): Array<Record<string, unknown>>;
+  createKey(user: string): Promise<string>;
+  /** Resident memory now and at its peak since start (VmRSS, VmHWM), in bytes. */
+  memory(): { rss: number; peak: number };
+  /** Descriptors the process holds now. */
+  descriptors(): number;
+  close(): Promise<void>;
+}
+
+export interface ChildOptions {
+  relayUrl: string;
+  /** The config file's content (JSON is YAML). */
+  config?: Record<string, unknown>;
+  env?: Record<string, string>;
+  /** Soft and hard RLIMIT_NOFILE of the child (`ulimit -n`). */
+  nofile?: number;
+}
+
+/** The Deployment's heap bound (deploy/base/deployment.yaml, NODE_OPTIONS). */
+const DEPLOYMENT_NODE_OPTIONS = '--max-old-space-size=160';
+
+export async function startChildSluice(opts: ChildOptions): Promise<ChildSluice> {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-hostile-'));
+  const configPath = join(dir, 'config.yaml');
+  writeFileSync(configPath, JSON.stringify(opts.config ?? {}));
+  const node = [process.execPath, ...NODE_FLAGS, '--import', 'tsx', 'src/main.ts'];
+  // `exec` keeps the pid: the one /proc is read from is node's own.
+  const argv = opts.nofile === undefined ? node : ['/bin/sh', '-c', `ulimit -n ${opts.nofile} && exec "$@"`, 'sh', ...node];
+  const child: ChildProcess = spawn(argv[0]!, argv.slice(1), {
+    cwd: new URL('../..', import.meta.url).pathname,
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: process.env.HOME ?? tmpdir(),
+      NODE_OPTIONS: DEPLOYMENT_NODE_OPTIONS,
+      SLUICE_UPSTREAM_URL: opts.relayUrl,
+      SLUICE_HOST: '127.0.0.1',
+      SLUICE_ADMIN_HOST: '127.0.0.1',
+      SLUICE_PORT: '0',
+      SLUICE_ADMIN_PORT: '0',
+      SLUICE_ADMIN_TOKEN: CHILD_ADMIN_TOKEN,
+      SLUICE_CONFIG: configPath,
+      SLUICE_ACCESS_LOG: 'off',
+      ...opts.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const parsed: Array<Record<string, unknown>> = [];
+  let partial = '';
+  let stderr = '';
+  child.stdout!.on('data', (b: Buffer) => {
+    const text = partial + b.toString('utf8');
+    const lines = text.split('\n');
+    partial = lines.pop()!;
+    for (const l of lines) {
+      try {
+        parsed.push(JSON.parse(l) as Record<string, unknown>);
+      } catch {
+        /* not a log line */
+      }
+    }
+  });
+  child.stderr!.on('data', (b: Buffer) => (stderr = (stderr + b.toString('utf8')).slice(-4000)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+
+  const deadline = Date.now() + 20_000;
+  let listening: Record<string, unknown> | undefined;
+  while (!(listening = parsed.find((l) => l.msg === 'sluice listening'))) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`the child sluice did not start (exit ${child.exitCode}): ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const pid = child.pid!;
+  const port = listening.port as number;
+  const adminUrl = `http://127.0.0.1:${listening.adminPort as number}`;
+  const statusKb = (field: string): number => {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    if (!m) throw new Error(`no ${field} in /proc/${pid}/status`);
+    return Number(m[1]) * 1024;
+  };
+  return {
+    pid,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    adminUrl,
+    listening,
+    lines: () => parsed,
+    async createKey(user) {
+      const r = await fetch(`${adminUrl}/admin/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${CHILD_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ user }),
+      });
+      if (r.status !== 201) throw new Error(`createKey: ${r.status} ${await r.text()}`);
+      return ((await r.json()) as { key: string }).key;
+    },
+    memory: () => ({ rss: statusKb('VmRSS'), peak: statusKb('VmHWM') }),
+    descriptors: () => readdirSync(`/proc/${pid}/fd`).length,
+    async close() {
+      if (child.exitCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The value of an unlabelled series in a Prometheus text page (undefined when absent). */
+export async function metric(adminUrl: string, name: string): Promise<number | undefined> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : undefined;
+}
