@@ -405,7 +405,8 @@ function baseHeaders(ex: Exchange, contentType: string | undefined): OutgoingHtt
 function sendRaw(ex: Exchange, status: number, body: Buffer, contentType: string | undefined): void {
   if (ex.closed) return;
   const headers = baseHeaders(ex, contentType);
-  headers['content-length'] = body.length;
+  // Go's server sends no Content-Length with a 204 (the CORS preflight answer).
+  if (status !== 204) headers['content-length'] = body.length;
   ex.res.writeHead(status, headers);
   if (ex.b.dieAfterEvents !== undefined && ex.b.dieAfterEvents > 0 && body.length > 0) {
     ex.res.write(body.subarray(0, Math.floor(body.length / 2)), () => kill(ex));

@@ -14,7 +14,7 @@ import { bodyKind, modelByContentType, type ModelResult } from './content-type.j
 import { parseMediaType } from './media-type.js';
 import { multipartFields } from './multipart.js';
 import type { StructureHints } from './prepass.js';
-import { scanStringFields, type FieldMode } from './scan.js';
+import { decodeGoString, scanStringFields, type FieldMode } from './scan.js';
 
 const NONE: ModelResult = { ok: true, model: null };
 
@@ -47,7 +47,8 @@ function readFields(ct: string, body: Buffer, names: readonly string[], mode: Fi
     if (mt === null) return { ok: false, reason: 'the Content-Type cannot be parsed as a media type' };
     const boundary = mt.params.get('boundary');
     if (!boundary) return readFields('application/json', body, names, mode);
-    const wanted = (n: string): boolean => names.some((name) => (mode === 'map' ? n === name : matchesFolded(n, name)));
+    // Part names arrive as latin1 strings of UTF-8 bytes; struct fields fold as Go folds the decoded name.
+    const wanted = (n: string): boolean => names.some((name) => (mode === 'map' ? n === name : matchesFolded(decodeGoString(Buffer.from(n, 'latin1')), name)));
     const parsed = multipartFields(body, boundary, { wanted });
     if (!parsed.ok) return parsed;
     fields = parsed.fields;
