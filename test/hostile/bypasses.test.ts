@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, useHarness, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
-import { rawRequest } from './raw-http.js';
+import { answerJson, finalStatus, openRaw } from './raw.js';
 
 const FREE = 'vend-flash-free';
 
@@ -186,10 +186,13 @@ describe('dot segments (issue #17, item 3): refused, never matched as one path a
   ])('%s %s: 400 in the JSON shape, nothing forwarded, no counter moved', async (method, path) => {
     const { user, key } = await freshUser(h, 'dot');
     const body = method === 'POST' ? '{"model":"vend-flash-free","messages":[]}' : '';
-    const head = `${method} ${path} HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer ${key}${body ? '\r\nContent-Type: application/json' : ''}`;
-    const r = await rawRequest(Number(new URL(h.url).port), head, body);
-    expect(r.status).toBe(400);
-    const err = JSON.parse(r.body) as { error: { code: string; message: string } };
+    const head = `${method} ${path} HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer ${key}\r\n${body ? `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n` : ''}\r\n`;
+    // fetch and URL parsers would resolve the dot segments before sending: the bytes go out as written.
+    const c = await openRaw(Number(new URL(h.url).port), head + body);
+    const text = await c.waitFor(/\r\n\r\n\{.*\}$/s, 3_000); // sluice closes the connection after this 400
+    c.destroy();
+    expect(finalStatus(text)).toBe(400);
+    const err = answerJson(text);
     expect(err.error.code).toBe('invalid_request');
     expect(err.error.message).toMatch(/'\.' or '\.\.' segment/);
     expect(h.relay.started).toBe(0);
@@ -198,10 +201,14 @@ describe('dot segments (issue #17, item 3): refused, never matched as one path a
 
   it('leaves the per-IP budget of the path they would reach to the calls that really reach it', async () => {
     const { key } = await freshUser(h, 'dot2');
-    const port = Number(new URL(h.url).port);
-    const headers = `Host: sluice\r\nAuthorization: Bearer ${key}\r\nX-Forwarded-For: 198.51.100.77`;
-    expect((await rawRequest(port, `GET /x/../api/log/token HTTP/1.1\r\n${headers}`)).status).toBe(400);
-    expect((await rawRequest(port, `GET /api/log/token HTTP/1.1\r\n${headers}`)).status).toBe(200);
-    expect((await rawRequest(port, `GET /api/log/token HTTP/1.1\r\n${headers}`)).status).toBe(429);
+    const status = async (path: string): Promise<number> => {
+      const c = await openRaw(Number(new URL(h.url).port), `GET ${path} HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer ${key}\r\nX-Forwarded-For: 198.51.100.77\r\n\r\n`);
+      const text = await c.waitFor(/HTTP\/1\.1 \d{3}/, 3_000);
+      c.destroy();
+      return finalStatus(text);
+    };
+    expect(await status('/x/../api/log/token')).toBe(400);
+    expect(await status('/api/log/token')).toBe(200);
+    expect(await status('/api/log/token')).toBe(429);
   });
 });
