@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { createAccessLog, wantsAccessLine, type AccessRecord } from './access-log.js';
 import type { Authenticator } from './auth/authenticator.js';
-import { credentialRules, presentedKeys } from './auth/credentials.js';
+import { presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
 import type { BodyBudget, BodyLease } from './body-budget.js';
 import { declaredLength, dropRest, hasBody, readBody } from './body.js';
@@ -17,11 +17,12 @@ import type { Clock } from './clock.js';
 import { BodyBudgetExceededError, Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './errors.js';
 import { prepareRequestHeaders } from './forward/headers.js';
 import { OWN_STATUS, type ForwardOutcome, type ForwardResult, type Forwarder } from './forward/proxy.js';
-import { routeFamily, type Metrics, type RouteFamily } from './metrics/index.js';
+import type { Metrics, RouteFamily } from './metrics/index.js';
 import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.js';
 import type { Policy } from './policy.js';
 import { newRequestId } from './request-id.js';
-import { parseTarget } from './target.js';
+import { routeOf } from './routes.js';
+import { invalidTargetReason, parseTarget } from './target.js';
 
 export interface GatewayDeps {
   clock: Clock;
@@ -62,6 +63,8 @@ interface Trace extends AccessRecord {
   family: RouteFamily;
   decision?: Outcome;
   logged?: boolean;
+  /** sluice's own answers carry the relay's CORS headers (a cross-origin call on a route where the relay adds them). */
+  cors?: boolean;
   /** The client sent `Expect: 100-continue`: it waits for sluice's invitation before sending the body. */
   expectsContinue: boolean;
   /** What its body holds of the bodies' budget; released when the response closes, if not before. */
@@ -93,9 +96,44 @@ function replaceAnswer(
     if (!matches(up)) return false;
     t.decision = decision;
     t.status = err.status;
-    sendError(res, err, t.id, { headers: headers() });
+    sendError(res, err, t.id, { headers: t.cors ? { ...CORS_NORMAL, ...headers() } : headers() });
     return true;
   };
+}
+
+/**
+ * The relay's CORS middleware (new-api middleware/cors.go: gin-contrib/cors allowing every origin,
+ * with credentials, the methods GET, POST, PUT, DELETE and OPTIONS and every header, preflights
+ * cached 12 hours) adds these to its answers to a cross-origin call; sluice adds them to its own
+ * answers on the same routes, so a browser client can read a 401 or a 429 as it could the relay's.
+ */
+const CORS_NORMAL: Readonly<Record<string, string>> = Object.freeze({
+  'access-control-allow-credentials': 'true',
+  'access-control-allow-origin': '*',
+});
+
+/**
+ * A CORS preflight as browsers send it: OPTIONS with an Origin and the method the real call will
+ * use, and no body. It carries no key, and the relay answers it (204 with its CORS headers) before
+ * any authentication, on every path: sluice forwards it without a key and without counting it
+ * against the free tier (the per-IP limits have already applied). Any other OPTIONS is an ordinary
+ * call that needs a key (the relay answers it by its route: 204 with an Origin, else 404).
+ */
+function isPreflight(req: IncomingMessage): boolean {
+  if (req.method !== 'OPTIONS' || !req.headers.origin || !req.headers['access-control-request-method']) return false;
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
+}
+
+/**
+ * Whether a call is cross-origin as the relay's CORS middleware judges it: an Origin that is not
+ * `http://` or `https://` and the Host the client addressed.
+ */
+function crossOrigin(req: IncomingMessage): boolean {
+  const origin = req.headers.origin;
+  if (!origin) return false;
+  const host = req.headers.host;
+  return origin !== `http://${host}` && origin !== `https://${host}`;
 }
 
 const isRelay429: Intercept = (up) => up.statusCode === 429;
@@ -146,7 +184,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     decided(t);
     t.decision = decision;
     t.status = err.status;
-    sendError(res, err, t.id, opts);
+    sendError(res, err, t.id, t.cors ? { ...opts, headers: { ...CORS_NORMAL, ...opts.headers } } : opts);
     done(t);
   }
 
@@ -190,9 +228,11 @@ export function createGateway(d: GatewayDeps): Gateway {
 
     // 1. Classify.
     const target = parseTarget(req.url);
-    if (!target) return reject(res, t, 'bad_request', Errors.BAD_REQUEST, { params: { reason: 'malformed request path' }, close: true });
+    if (!target) return reject(res, t, 'bad_request', Errors.BAD_REQUEST, { params: { reason: invalidTargetReason(req.url) }, close: true });
     t.path = target.path;
-    t.family = routeFamily(target.path);
+    const route = routeOf(target.path);
+    t.family = route.family;
+    if (route.cors && req.headers.origin !== undefined) t.cors = crossOrigin(req);
 
     // 2. Per-IP limits, before authentication: every request counts.
     const rule = p.ipLimiter.match(target.path);
@@ -205,8 +245,16 @@ export function createGateway(d: GatewayDeps): Gateway {
       }
     }
 
+    // A CORS preflight goes to the relay as it is, without a key.
+    if (isPreflight(req)) {
+      decided(t);
+      prepareRequestHeaders(req.headers, { key: null, clientIp: t.ip, bodyLength: null });
+      req.url = target.forwardUrl;
+      return forward(req, res, t, null);
+    }
+
     // 3. Authenticate.
-    const presented = presentedKeys(req.headers, credentialRules(target.path), req.rawHeaders);
+    const presented = presentedKeys(req.headers, route, req.rawHeaders);
     const auth = d.authenticator.cached(presented) ?? (await d.authenticator.authenticate(presented));
     if (!auth.ok) {
       if (auth.reason === 'unavailable') {
@@ -233,7 +281,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       }
       const lease = (t.lease = d.budget.lease());
       // Large JSON bodies are read into structure hints as they arrive, not scanned whole at the end.
-      prepass = modelPrepass(t.method, target.path, req.headers);
+      prepass = modelPrepass(t.method, target.path, req.headers, route);
       const r = await readBody(req, max, prepass, lease);
       if (!r.ok) {
         if (r.reason === 'too-large') return reject(res, t, 'too_large', Errors.BODY_TOO_LARGE, { params: { limit: max } });
@@ -246,7 +294,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       body = r.body;
     }
     const maxDecoded = p.config.maxDecodedBodyBytes;
-    const read = requestedModel(t.method, target.path, req.headers, body, maxDecoded, prepass, t.lease);
+    const read = requestedModel(t.method, target.path, req.headers, body, maxDecoded, prepass, t.lease, route, target.query);
     // Only a compressed body gives a promise (it is decoded off the event loop): no tick for the rest.
     const m = read instanceof Promise ? await read : read;
     // A client that left while sluice waited on it (key lookup, body, decoding) has had its log
@@ -291,7 +339,8 @@ export function createGateway(d: GatewayDeps): Gateway {
     // 6. Forward.
     decided(t);
     prepareRequestHeaders(req.headers, {
-      authorization: `Bearer ${p.config.upstream.credential ?? 'sk-' + keyBody(auth.key)}`,
+      key: p.config.upstream.credential ?? 'sk-' + keyBody(auth.key),
+      googKey: target.queryKey,
       clientIp: t.ip,
       bodyLength: body === null ? null : body.length,
     });
@@ -305,13 +354,17 @@ export function createGateway(d: GatewayDeps): Gateway {
       const window = String(rule.windowSeconds);
       intercept = replaceAnswer(res, t, isBareRelayLimit, 'relay_ip_limited', Errors.IP_RATE_LIMITED, () => ({ 'retry-after': window }));
     }
+    forward(req, res, t, body, rateLimit, intercept);
+  }
+
+  function forward(req: IncomingMessage, res: ServerResponse, t: Trace, body: Buffer | null, extraHeaders?: Record<string, string>, intercept?: Intercept): void {
     d.forwarder.forward({
       req,
       res,
       body,
       lease: t.lease,
       requestId: t.id,
-      extraHeaders: rateLimit,
+      extraHeaders,
       intercept,
       done: (r: ForwardResult) => {
         t.upstreamMs = r.upstreamMs;
@@ -320,7 +373,7 @@ export function createGateway(d: GatewayDeps): Gateway {
         t.status = r.status ?? OWN_STATUS[r.outcome];
         t.decision = DECISION_OF[r.outcome];
         if (r.outcome === 'out-of-sockets') log.error({ reqId: t.id, err: r.error?.message }, 'sluice is out of sockets: no descriptor left to open a relay connection (see server.maxConnections)');
-        else if (r.outcome === 'upstream-timeout') log.warn({ reqId: t.id, seconds: p.config.upstream.headersTimeoutSeconds }, 'relay did not answer in time; its request was aborted');
+        else if (r.outcome === 'upstream-timeout') log.warn({ reqId: t.id, seconds: d.policy().config.upstream.headersTimeoutSeconds }, 'relay did not answer in time; its request was aborted');
         else if (r.error && r.outcome !== 'client-aborted') log.warn({ reqId: t.id, err: r.error.message }, 'relay request failed');
         done(t);
       },

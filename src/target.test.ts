@@ -7,7 +7,7 @@ import type { LimitStore } from './limits/guard.js';
 import { compileIpRules } from './limits/ip.js';
 import { requestedModel } from './model/index.js';
 import { modelFromPath } from './model/path.js';
-import { parseTarget, type Target } from './target.js';
+import { invalidTargetReason, parseTarget, type Target } from './target.js';
 
 function target(url: string): Target {
   const t = parseTarget(url);
@@ -22,8 +22,8 @@ const modelOf = (url: string) => modelFromPath(target(url).path);
 
 describe('parseTarget', () => {
   it('keeps a path without escapes as it is, and forwards it as sent', () => {
-    expect(parseTarget('/v1/chat/completions?x=1')).toEqual({ path: '/v1/chat/completions', forwardUrl: '/v1/chat/completions?x=1' });
-    expect(parseTarget(undefined)).toEqual({ path: '/', forwardUrl: '/' });
+    expect(parseTarget('/v1/chat/completions?x=1')).toMatchObject({ path: '/v1/chat/completions', forwardUrl: '/v1/chat/completions?x=1' });
+    expect(parseTarget(undefined)).toMatchObject({ path: '/', forwardUrl: '/' });
   });
 
   it.each(['*', 'http://relay/v1/chat/completions', '', 'v1/chat/completions'])('refuses a target that is not origin-form: %j', (url) => {
@@ -31,18 +31,18 @@ describe('parseTarget', () => {
   });
 
   it('collapses repeated slashes in the path, as the forwarding engine does, and not in the query', () => {
-    expect(parseTarget('//v1///chat//completions?next=//x')).toEqual({ path: '/v1/chat/completions', forwardUrl: '/v1/chat/completions?next=//x' });
+    expect(parseTarget('//v1///chat//completions?next=//x')).toMatchObject({ path: '/v1/chat/completions', forwardUrl: '/v1/chat/completions?next=//x' });
   });
 
   describe('percent-decoding, once and the Go way', () => {
     it('decodes the path for decisions and forwards the escapes as sent', () => {
-      expect(parseTarget('/%761/chat/completions')).toEqual({ path: '/v1/chat/completions', forwardUrl: '/%761/chat/completions' });
+      expect(parseTarget('/%761/chat/completions')).toMatchObject({ path: '/v1/chat/completions', forwardUrl: '/%761/chat/completions' });
       expect(pathOf('/v1beta/models/%76%65%6E%64-flash-free:generateContent')).toBe('/v1beta/models/vend-flash-free:generateContent');
       expect(pathOf('/v1beta/models/vend-flash-free%3agenerateContent')).toBe('/v1beta/models/vend-flash-free:generateContent');
     });
 
     it('decodes %2525 once, to %25', () => {
-      expect(parseTarget('/v1beta/models/a%2525b:generateContent')).toEqual({
+      expect(parseTarget('/v1beta/models/a%2525b:generateContent')).toMatchObject({
         path: '/v1beta/models/a%25b:generateContent',
         forwardUrl: '/v1beta/models/a%2525b:generateContent',
       });
@@ -56,7 +56,7 @@ describe('parseTarget', () => {
     it('decodes %2F to a slash, like Go, and collapses the slashes that makes', () => {
       expect(pathOf('/v1beta%2Fmodels/gemini:generateContent')).toBe('/v1beta/models/gemini:generateContent');
       expect(pathOf('/v1beta/models/tuned%2fx:generateContent')).toBe('/v1beta/models/tuned/x:generateContent');
-      expect(parseTarget('/v1%2F%2Fchat/completions')).toEqual({ path: '/v1/chat/completions', forwardUrl: '/v1%2F%2Fchat/completions' });
+      expect(parseTarget('/v1%2F%2Fchat/completions')).toMatchObject({ path: '/v1/chat/completions', forwardUrl: '/v1%2F%2Fchat/completions' });
       expect(pathOf('/v1beta/models/a%252Fb:generateContent')).toBe('/v1beta/models/a%2Fb:generateContent');
     });
 
@@ -70,7 +70,7 @@ describe('parseTarget', () => {
     });
 
     it('accepts escapes that decode to bytes that are not UTF-8, as Go does, reading them as U+FFFD', () => {
-      expect(parseTarget('/v1beta/models/gemini%FF:generateContent')).toEqual({
+      expect(parseTarget('/v1beta/models/gemini%FF:generateContent')).toMatchObject({
         path: '/v1beta/models/gemini\uFFFD:generateContent',
         forwardUrl: '/v1beta/models/gemini%FF:generateContent',
       });
@@ -99,7 +99,7 @@ describe('parseTarget', () => {
     });
 
     it('does not judge escapes in the query, which Go does not parse while routing', () => {
-      expect(parseTarget('/v1/chat/completions?x=%zz&y=%FF%')).toEqual({ path: '/v1/chat/completions', forwardUrl: '/v1/chat/completions?x=%zz&y=%FF%' });
+      expect(parseTarget('/v1/chat/completions?x=%zz&y=%FF%')).toMatchObject({ path: '/v1/chat/completions', forwardUrl: '/v1/chat/completions?x=%zz&y=%FF%' });
     });
   });
 
@@ -148,14 +148,15 @@ describe('the model named in the path, read as the gateway reads it (parseTarget
   it('does not split on %253A, which is the text %3A once decoded', () => {
     expect(modelOf('/v1beta/models/vend-flash-free%253AgenerateContent')).toBe('vend-flash-free%3AgenerateContent');
     expect(modelOf('/v1beta/models/x%253Avend-flash-free:generateContent')).toBe('x%3Avend-flash-free');
-    // Without a real colon `/v1/models/{id}` is a model retrieval: no model is asked for.
-    expect(modelOf('/v1/models/vend-flash-free%253AgenerateContent')).toBeUndefined();
+    // Without a real colon a POST to `/v1/models/{id}` names the whole rest, as the relay reads it.
+    expect(modelOf('/v1/models/vend-flash-free%253AgenerateContent')).toBe('vend-flash-free%3AgenerateContent');
   });
 
   it('reads %2F inside the model segment as a slash', () => {
     expect(modelOf('/v1beta/models/tuned%2Fx:generateContent')).toBe('tuned/x');
     expect(modelOf('/v1/models/tuned%2Fx:generateContent')).toBe('tuned/x');
-    expect(modelOf('/v1/engines/a%2Fb/embeddings')).toBe('a');
+    // `/v1/engines/a/b/embeddings` is no relay route: the engine model is one segment.
+    expect(modelOf('/v1/engines/a%2Fb/embeddings')).toBeUndefined();
     expect(modelOf('/v1beta%2Fmodels/gemini:generateContent')).toBe('gemini');
     expect(modelOf('/v1beta/models%2Fgemini:generateContent')).toBe('gemini');
     expect(modelOf('/v1beta/models/tuned%252Fx:generateContent')).toBe('tuned%2Fx');
@@ -206,5 +207,55 @@ describe('decisions are taken on the path decoded once', () => {
     expect(match(pathOf('/api/log/%2574oken'))?.name).toBe('api-and-dashboard'); // `/api/log/%74oken`, under /api/*
     expect(match(pathOf('/%2561pi/log/token'))).toBeNull(); // `/%61pi/log/token`
     expect(match(pathOf('/v1/dashboard%2Fbilling/usage'))?.name).toBe('api-and-dashboard');
+  });
+});
+
+describe('dot segments: refused, never matched as one path and forwarded as another', () => {
+  it.each([
+    '/x/../api/log/token',
+    '/api/log/./token',
+    '/x/../v1/chat/completions',
+    '/v1/chat/completions/..',
+    '/v1/chat/completions/.',
+    '/x/%2e%2e/api/log/token',
+    '/x/.%2E/api/log/token',
+    '/api/log/%2e/token',
+    '/x/%2E%2e%2Fapi/log/token',
+    '/x\\..\\api/log/token',
+    '/x/%5C..%5Capi/log/token',
+    '/x/..;/api/log/token',
+    '/./v1/models',
+  ])('%s', (url) => {
+    expect(parseTarget(url)).toBeNull();
+    expect(invalidTargetReason(url)).toMatch(/'\.' or '\.\.' segment/);
+  });
+
+  it('keeps dots that are not whole segments', () => {
+    expect(parseTarget('/v1beta/models/gemini-2.0-flash:generateContent')).not.toBeNull();
+    expect(parseTarget('/v1/models/.hidden')).not.toBeNull();
+    expect(parseTarget('/v1/files/a..b')).not.toBeNull();
+    expect(parseTarget('/v1/chat/completions?next=/../x')).not.toBeNull(); // the query is no path
+    expect(parseTarget('/x/%252e%252e/api')).toMatchObject({ path: '/x/%2e%2e/api' }); // decoded once: no dot segment
+  });
+
+  it('names the malformed escape when that is the fault', () => {
+    expect(invalidTargetReason('/v1/%zz')).toMatch(/percent escape/);
+  });
+});
+
+describe('the key= query where the relay reads it', () => {
+  it('removes it under /v1/models/ too, where the relay would let it override the authenticated key', () => {
+    expect(target('/v1/models/gemini:generateContent?key=other&alt=sse')).toMatchObject({ forwardUrl: '/v1/models/gemini:generateContent?alt=sse', queryKey: false });
+  });
+
+  it('on GET /v1/models, where it only chooses the Gemini answer format, records it so a key header can say the same', () => {
+    expect(target('/v1/models?key=sk-abc')).toMatchObject({ forwardUrl: '/v1/models', queryKey: true });
+    expect(target('/v1/models?key=')).toMatchObject({ forwardUrl: '/v1/models', queryKey: false });
+    expect(target('/v1/models?limit=5')).toMatchObject({ forwardUrl: '/v1/models?limit=5', queryKey: false });
+  });
+
+  it('exposes the query as sent', () => {
+    expect(target('/v1/realtime?model=vend-flash-free')).toMatchObject({ query: 'model=vend-flash-free' });
+    expect(target('/v1/realtime')).toMatchObject({ query: '' });
   });
 });

@@ -7,13 +7,25 @@
  *
  * This is the only place the path is decoded: everything downstream (src/model/path.ts
  * included) takes `Target.path` as it is and must not decode it again.
+ *
+ * A path with a `.` or `..` segment is refused: gin routes `/x/../api/log/token` as it is (a 404),
+ * but any normalising proxy or server between sluice and the relay would resolve it to
+ * `/api/log/token`, which sluice would then have matched as one path and forwarded as another.
  */
+import { firstQueryValue } from './model/form.js';
 
 export interface Target {
   /** Decoded once (Go's way), slash-collapsed path: what decisions are made on. */
   path: string;
   /** Path and query as sent to the relay. */
   forwardUrl: string;
+  /** The query as the client sent it, without `?` ('' when none). */
+  query: string;
+  /**
+   * A non-empty `key` parameter was removed from the query where the relay reads it only to choose
+   * Gemini's answer format (`GET /v1/models?key=`): the key header sent instead keeps that choice.
+   */
+  queryKey: boolean;
 }
 
 /**
@@ -27,18 +39,58 @@ export interface Target {
  * - A `%` not followed by two hex digits (`%zz`, `%6`, a trailing `%`) makes Go's URL parsing
  *   fail, and `net/http` answers `400 Bad Request` and closes the connection before any handler
  *   runs: such a path gives null here, so the gateway answers 400 as well.
+ * - A `.` or `..` segment, once decoded, also gives null (see above); `invalidTargetReason` says
+ *   which rule a refused target broke.
  */
 export function parseTarget(rawUrl: string | undefined): Target | null {
   const url = rawUrl ?? '/';
   if (url.charCodeAt(0) !== 0x2f /* / */) return null; // absolute-form or '*': not for a sidecar
   const q = url.indexOf('?');
   const rawPath = collapseSlashes(q === -1 ? url : url.slice(0, q));
-  let query = q === -1 ? '' : url.slice(q);
+  const query = q === -1 ? '' : url.slice(q + 1);
   let path = pathUnescape(rawPath);
   if (path === undefined) return null;
   if (path !== rawPath) path = collapseSlashes(path);
-  if (query && path.startsWith('/v1beta/')) query = withoutQueryKey(query);
-  return { path, forwardUrl: rawPath + query };
+  if ((path.includes('/.') || path.includes('\\.')) && hasDotSegment(path)) return null;
+  let forwardQuery = q === -1 ? '' : url.slice(q);
+  let queryKey = false;
+  if (query && readsQueryKey(path)) {
+    queryKey = path === '/v1/models' && !!firstQueryValue(query, 'key');
+    forwardQuery = withoutQueryKey(forwardQuery);
+  }
+  return { path, forwardUrl: rawPath + forwardQuery, query, queryKey };
+}
+
+/** Why parseTarget refused this target (for the 400's message). */
+export function invalidTargetReason(rawUrl: string | undefined): string {
+  const url = rawUrl ?? '/';
+  if (url.charCodeAt(0) !== 0x2f) return 'the request target is not a path';
+  const q = url.indexOf('?');
+  const path = pathUnescape(q === -1 ? url : url.slice(0, q));
+  if (path === undefined) return 'malformed percent escape in the request path';
+  return "the request path has a '.' or '..' segment";
+}
+
+/**
+ * Whether a decoded path has a `.` or `..` segment. Backslashes count as separators too, and a
+ * segment's `;parameters` are ignored (`/..;/`), as some servers and proxies read them.
+ */
+function hasDotSegment(path: string): boolean {
+  for (const segment of path.split(/[/\\]/)) {
+    const semi = segment.indexOf(';');
+    const s = semi === -1 ? segment : segment.slice(0, semi);
+    if (s === '.' || s === '..') return true;
+  }
+  return false;
+}
+
+/**
+ * Where the relay reads a `key` query parameter: as the key itself under `/v1beta/models`,
+ * `/v1beta/openai/models` and `/v1/models/` (it overrides the `Authorization` header sluice
+ * authenticated), and as the Gemini format marker on `/v1/models`.
+ */
+function readsQueryKey(path: string): boolean {
+  return path.startsWith('/v1beta/') || path === '/v1/models' || path.startsWith('/v1/models/');
 }
 
 function collapseSlashes(p: string): string {
@@ -80,6 +132,14 @@ function hexValue(c: number | undefined): number {
   return lower >= 0x61 && lower <= 0x66 ? lower - 0x61 + 10 : -1;
 }
 
+function decodeQueryName(name: string): string {
+  try {
+    return decodeURIComponent(name.replace(/\+/g, ' '));
+  } catch {
+    return name;
+  }
+}
+
 /**
  * Keys in the query string are not accepted, and the relay would let one
  * override the header sluice authenticated, so `key=` is removed.
@@ -87,14 +147,8 @@ function hexValue(c: number | undefined): number {
 function withoutQueryKey(query: string): string {
   const parts = query.slice(1).split('&');
   const kept = parts.filter((p) => {
-    const name = p.split('=', 1)[0]!;
-    let decoded = name;
-    try {
-      decoded = decodeURIComponent(name.replace(/\+/g, ' '));
-    } catch {
-      /* keep the raw name */
-    }
-    return decoded !== 'key';
+    // A name that does not decode is kept raw: Go drops such a pair, so it is no key either way.
+    return decodeQueryName(p.split('=', 1)[0]!) !== 'key';
   });
   if (kept.length === parts.length) return query;
   return kept.length === 0 ? '' : '?' + kept.join('&');

@@ -3,6 +3,7 @@
  * header matrix is decided here and nowhere else.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { routeOf } from '../routes.js';
 
 export interface CredentialRules {
   /** `x-api-key` counts (the messages protocol): `/v1/messages` and `/v1/models` and below. */
@@ -11,15 +12,9 @@ export interface CredentialRules {
   xGoogApiKey: boolean;
 }
 
-function under(path: string, prefix: string): boolean {
-  return path === prefix || (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 0x2f /* / */);
-}
-
+/** The rules of a decoded path; the route table (src/routes.ts) holds them per route. */
 export function credentialRules(path: string): CredentialRules {
-  return {
-    xApiKey: under(path, '/v1/messages') || under(path, '/v1/models'),
-    xGoogApiKey: under(path, '/v1beta/models'),
-  };
+  return routeOf(path);
 }
 
 /**

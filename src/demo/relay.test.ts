@@ -363,16 +363,28 @@ describe('anthropic SDK, directly against the stand-in', () => {
     ]);
   });
 
-  it('models.list (answers the Anthropic shape)', async () => {
+  it('models.list answers the Anthropic shape only for x-api-key with anthropic-version, as new-api chooses', async () => {
+    const classic = new Anthropic({
+      apiKey: KEY,
+      baseURL: relay.url,
+      maxRetries: 0,
+      defaultHeaders: { 'x-api-key': KEY, authorization: null, 'anthropic-version': '2023-06-01' },
+    });
     const ids: string[] = [];
-    for await (const m of anthropic.models.list()) {
+    for await (const m of classic.models.list()) {
       expect(m.type).toBe('model');
-      expect(m.display_name).toBeTruthy();
+      expect(m.display_name).toBe(m.id);
+      expect(m.created_at).toBe('2021-07-20T10:40:00Z');
       ids.push(m.id);
     }
     expect(ids).toEqual([...STANDIN_MODELS]);
-    expect(relay.requests).toHaveLength(1);
-    expect(lastRequest(relay).headers['anthropic-version']).toBeDefined();
+    expect(lastRequest(relay).key).toBe(KEY);
+
+    // The SDK's own default sends the key as Authorization: new-api lists OpenAI's shape then.
+    const page = await anthropic.models.list();
+    const first = page.data[0] as unknown as Record<string, unknown>;
+    expect(first).toMatchObject({ id: STANDIN_MODELS[0], object: 'model', owned_by: 'custom' });
+    expect(first['type']).toBeUndefined();
   });
 
   it('dieAfterEvents ends messages.stream with an error after the events it let through', async () => {
@@ -437,6 +449,15 @@ describe('google genai SDK, directly against the stand-in', () => {
     expect(lastRequest(relay).url).toBe('/v1/models/gemini-2.5-flash:generateContent');
   });
 
+  it("models.list reads new-api's Gemini list (names without models/, no page token)", async () => {
+    const names: string[] = [];
+    for await (const m of await genai.models.list()) names.push(m.name ?? '');
+    expect(names).toEqual([...STANDIN_MODELS]);
+    const r = lastRequest(relay);
+    expect(r.url.split('?')[0]).toBe('/v1beta/models');
+    expect(r.key).toBe(KEY);
+  });
+
   it('dieAfterEvents ends generateContentStream with an error', async () => {
     relay.behave(() => true, { dieAfterEvents: 1, sseEvents: 5 });
     const stream = await genai.models.generateContentStream({ model: 'gemini-2.5-flash', contents: 'hi' });
@@ -481,12 +502,14 @@ describe('plain HTTP', () => {
     expect(dash.status).toBe(200);
     expect(dash.headers.get('content-type')).toMatch(/^application\/json/);
 
-    const missing = await fetch(`${relay.url}/nope`, { method: 'POST', body: '{}' });
+    const missing = await fetch(`${relay.url}/v1/nope`, { method: 'POST', body: '{}' });
     expect(missing.status).toBe(404);
     expect(missing.headers.get('x-oneapi-request-id')).toBeTruthy();
-    const err = (await missing.json()) as { error: { message: string; type: string } };
-    expect(err.error.type).toBe('invalid_request_error');
-    expect(err.error.message).toContain('/nope');
+    expect(await missing.json()).toEqual({ error: { message: 'Invalid URL (POST /v1/nope)', type: 'invalid_request_error', param: '', code: '' } });
+    // Outside /v1 and /api new-api serves its console's page for any path.
+    const page = await fetch(`${relay.url}/nope`, { method: 'POST', body: '{}' });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
   });
 
   it('uses keep-alive; reset clears requests, counts and behaviours', async () => {
@@ -551,3 +574,111 @@ describe('plain HTTP', () => {
     await expect(relay.waitFor((rs) => rs.length > 5, 50)).rejects.toThrow(/timed out/);
   });
 });
+
+describe('new-api rules the stand-in keeps (src/demo/new-api.ts)', () => {
+  const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+    fetch(`${relay.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, ...headers }, body });
+
+  it('records the model the distributor read, by Content-Type', async () => {
+    await post('/v1/chat/completions', '{"model":"vend-flash-free","messages":[]}', { 'content-type': 'application/json' });
+    expect(lastRequest(relay).model).toBe('vend-flash-free');
+    await post('/v1/embeddings', 'model=vend-flash-free&input=hi', { 'content-type': 'text/plain; x=application/x-www-form-urlencoded' });
+    expect(lastRequest(relay).model).toBe('vend-flash-free');
+    const form = new FormData();
+    form.set('model', 'vend-flash-free');
+    form.set('prompt', 'a cat');
+    await fetch(`${relay.url}/v1/videos`, { method: 'POST', body: form });
+    expect(lastRequest(relay).model).toBe('vend-flash-free');
+    await post('/v1beta/models/vend-flash-free:generateContent', '{}', { 'content-type': 'application/json' });
+    expect(lastRequest(relay).model).toBe('vend-flash-free');
+    await fetch(`${relay.url}/v1/realtime?model=vend-flash-free`);
+    expect(lastRequest(relay).model).toBe('vend-flash-free');
+    await fetch(`${relay.url}/v1/models`);
+    expect(lastRequest(relay).model).toBeUndefined();
+  });
+
+  it("answers the distributor's 400s in new-api's shape", async () => {
+    const cases: Array<[string, string, Record<string, string>, RegExp]> = [
+      ['/v1/chat/completions', '{"model":', { 'content-type': 'application/json' }, /^Invalid request: Invalid request: invalid JSON request body \(request id: \w+\)$/],
+      ['/v1/chat/completions', '{"model":"vend-flash-free"}', { 'content-type': 'text/plain' }, /^Model name not specified, model name cannot be empty \(request id: /],
+      ['/v1/chat/completions', 'model=a&model=b', { 'content-type': 'application/x-www-form-urlencoded' }, /cannot unmarshal array/],
+      ['/v1/chat/completions', 'model=a;b=c', { 'content-type': 'application/x-www-form-urlencoded' }, /invalid form body/],
+    ];
+    for (const [path, body, headers, message] of cases) {
+      const res = await post(path, body, headers);
+      expect(res.status).toBe(400);
+      const got = (await res.json()) as { error: { code: string; message: string; type: string } };
+      expect(Object.keys(got.error)).toEqual(['code', 'message', 'type']);
+      expect(got.error).toMatchObject({ code: '', type: 'new_api_error' });
+      expect(got.error.message).toMatch(message);
+      expect(lastRequest(relay).modelError).toBeDefined();
+    }
+  });
+
+  it('records the key TokenAuth reads: x-api-key on /v1/messages and /v1/models, x-goog-api-key and ?key= under /v1beta/models and /v1/models/, a WebSocket protocol anywhere', async () => {
+    const at = async (path: string, headers: Record<string, string>): Promise<string> => {
+      await fetch(`${relay.url}${path}`, { headers });
+      return lastRequest(relay).key;
+    };
+    expect(await at('/v1/models', { authorization: 'Bearer sk-a', 'x-api-key': 'sk-b' })).toBe('sk-b');
+    expect(await at('/v1/chat/completions', { authorization: 'Bearer sk-a', 'x-api-key': 'sk-b' })).toBe('sk-a');
+    expect(await at('/v1beta/models/x:generateContent?key=sk-q', { authorization: 'Bearer sk-a' })).toBe('sk-q');
+    expect(await at('/v1/models/x:generateContent?key=sk-q', { authorization: 'Bearer sk-a', 'x-goog-api-key': 'sk-g' })).toBe('sk-g');
+    expect(await at('/v1/models?key=sk-q', { authorization: 'Bearer sk-a', 'x-goog-api-key': 'sk-g' })).toBe('sk-a');
+    expect(await at('/v1/chat/completions', { authorization: 'Bearer sk-a', 'sec-websocket-protocol': 'realtime, openai-insecure-api-key.sk-w' })).toBe('sk-w');
+  });
+
+  it("answers GET /v1/models in the format new-api picks by headers", async () => {
+    const list = async (headers: Record<string, string>, query = ''): Promise<Record<string, unknown>> =>
+      (await (await fetch(`${relay.url}/v1/models${query}`, { headers })).json()) as Record<string, unknown>;
+    expect(Object.keys(await list({ authorization: 'Bearer k' }))).toEqual(['data', 'object', 'success']);
+    expect(Object.keys(await list({ 'x-api-key': 'k', 'anthropic-version': '2023-06-01' }))).toEqual(['data', 'first_id', 'has_more', 'last_id']);
+    expect(Object.keys(await list({ 'x-api-key': 'k' }))).toEqual(['data', 'object', 'success']); // both headers or none
+    // x-goog-api-key (or ?key=) sends new-api to a model lookup of "" there: 200 with an error body.
+    const gemini = { error: { message: "The model '' does not exist", type: 'invalid_request_error', param: 'model', code: 'model_not_found' } };
+    expect(await list({ authorization: 'Bearer k', 'x-goog-api-key': 'k' })).toEqual(gemini);
+    expect(await list({ authorization: 'Bearer k' }, '?key=k')).toEqual(gemini);
+    const beta = (await (await fetch(`${relay.url}/v1beta/models`)).json()) as { models: unknown[]; nextPageToken: null };
+    expect(beta.nextPageToken).toBeNull();
+    expect(beta.models[0]).toEqual({
+      name: STANDIN_MODELS[0],
+      baseModelId: null,
+      version: null,
+      displayName: STANDIN_MODELS[0],
+      description: null,
+      inputTokenLimit: null,
+      outputTokenLimit: null,
+      supportedGenerationMethods: null,
+    });
+  });
+
+  it("answers a cross-origin OPTIONS with the CORS middleware's preflight, on any path, before any key", async () => {
+    for (const path of ['/v1/chat/completions', '/api/user/self', '/nowhere']) {
+      const res = await fetch(`${relay.url}${path}`, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' } });
+      expect(res.status).toBe(204);
+      expect(Object.fromEntries([...res.headers].filter(([k]) => k.startsWith('access-control-')))).toEqual({
+        'access-control-allow-credentials': 'true',
+        'access-control-allow-headers': '*',
+        'access-control-allow-methods': 'GET,POST,PUT,DELETE,OPTIONS',
+        'access-control-allow-origin': '*',
+        'access-control-max-age': '43200',
+      });
+      expect(await res.text()).toBe('');
+    }
+  });
+
+  it('answers an OPTIONS without an Origin like any unrouted call: 404 under /v1 and /api, the console page elsewhere', async () => {
+    expect((await fetch(`${relay.url}/v1/chat/completions`, { method: 'OPTIONS' })).status).toBe(404);
+    expect((await fetch(`${relay.url}/pg/chat/completions`, { method: 'OPTIONS' })).status).toBe(200);
+  });
+
+  it('adds the CORS headers to ordinary cross-origin answers, except on the dashboard /api/* routes and a same-host Origin', async () => {
+    const cors = async (path: string, origin: string): Promise<string | null> =>
+      (await fetch(`${relay.url}${path}`, { headers: { origin } })).headers.get('access-control-allow-origin');
+    expect(await cors('/v1/models', 'https://app.example')).toBe('*');
+    expect(await cors('/api/log/token', 'https://app.example')).toBe('*');
+    expect(await cors('/api/user/self', 'https://app.example')).toBeNull();
+    expect(await cors('/v1/models', relay.url)).toBeNull();
+  });
+});
+

@@ -6,12 +6,29 @@
  * misbehave (force a status, delay, stream slowly, die mid-stream, echo bytes). It uses only node
  * built-ins so the demo and the benchmarks can run it without the SDKs installed.
  *
- * It does not authenticate: the sidecar does. It records the headers it got.
+ * It does not authenticate: the sidecar does. It records the headers it got, the key new-api's
+ * token check would read from them, and the model new-api's distributor would read, and answers as
+ * new-api does where a client could tell (new-api.ts): the distributor's 400s, CORS preflights and
+ * headers, the model-list shapes chosen by headers, the 404 of an unknown `/v1` or `/api` path.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import {
+  CORS_NORMAL_HEADERS,
+  CORS_PREFLIGHT_HEADERS,
+  distribute,
+  isCorsRequest,
+  listGeminiModels,
+  listModels,
+  retrieveModel,
+  routeHasCors,
+  routingPath,
+  tokenAuthKey,
+  type Distributed,
+} from './new-api.js';
 
 export interface RecordedRequest {
   method: string;
@@ -21,6 +38,13 @@ export interface RecordedRequest {
   /** Set true if the client connection closed before the response finished (not when the
    * stand-in itself kills the connection because of `dieAfterEvents`). */
   closedEarly: boolean;
+  /** The model new-api's distributor read (undefined where it reads none: no such route, or a
+   * route that selects no channel); what sluice counted must equal it. */
+  model: string | undefined;
+  /** The distributor's refusal (status 400) where it could not read a model. */
+  modelError: string | undefined;
+  /** The token new-api's TokenAuth would validate ('' for none), from whichever header it reads. */
+  key: string;
 }
 
 export interface RelayBehaviour {
@@ -106,6 +130,7 @@ export function standinDeltas(n: number): string[] {
 
 type Answer =
   | { kind: 'json'; status: number; body: unknown }
+  | { kind: 'raw'; status: number; body: Buffer; contentType: string | undefined }
   | { kind: 'stream'; contentType: string; frames: string[] };
 
 interface Exchange {
@@ -113,6 +138,16 @@ interface Exchange {
   req: IncomingMessage;
   res: ServerResponse;
   b: RelayBehaviour;
+  /** The decoded path gin routes on, and the raw query. */
+  path: string;
+  query: string;
+  dist: Distributed;
+  /** The body as new-api's handlers read it: undone `Content-Encoding: gzip` or `br`. */
+  decoded: Buffer;
+  /** The CORS middleware's headers on the answer: a preflight's, an ordinary cross-origin call's, or none. */
+  corsHeaders: Readonly<Record<string, string>> | null;
+  /** new-api's request id: in the X-Oneapi-Request-Id header and its error messages. */
+  requestId: string;
   /** The stand-in destroyed the socket on purpose (dieAfterEvents). */
   killed: boolean;
   /** The response closed (finished or not). */
@@ -154,16 +189,54 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
       /* client went away while sending: nothing is recorded */
     });
     req.on('end', () => {
+      const url = req.url ?? '/';
+      const q = url.indexOf('?');
+      const path = routingPath(q === -1 ? url : url.slice(0, q));
+      const query = q === -1 ? '' : url.slice(q + 1);
+      const method = req.method ?? 'GET';
+      const body = chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks);
+      const decoded = decompressed(method, req.headers['content-encoding'], body);
+      const dist: Promise<Distributed> =
+        decoded === null ? Promise.resolve({ kind: 'error', status: 400, message: '' }) : distribute(method, path, query, req.headers, decoded);
+      void dist.then((d) => record(req, res, { method, url, path, query, body, decoded: decoded ?? body, dist: d }));
+    });
+  });
+
+  const record = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    r: { method: string; url: string; path: string; query: string; body: Buffer; decoded: Buffer; dist: Distributed },
+  ): void => {
+    {
       const rec: RecordedRequest = {
-        method: req.method ?? 'GET',
-        url: req.url ?? '/',
+        method: r.method,
+        url: r.url,
         headers: req.headers,
-        body: chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks),
+        body: r.body,
         closedEarly: false,
+        model: r.dist.kind === 'model' ? r.dist.model : undefined,
+        modelError: r.dist.kind === 'error' ? r.dist.message : undefined,
+        key: tokenAuthKey(r.path, r.query, req.headers),
       };
       requests.push(rec);
       if (requests.length > maxRecorded) requests.splice(0, requests.length - maxRecorded);
-      const ex: Exchange = { rec, req, res, b: pickBehaviour(rec), killed: false, closed: false };
+      // The CORS middleware answers every cross-origin OPTIONS (new-api routes no OPTIONS): its 404 chain runs it too.
+      const crossOrigin = isCorsRequest(req.headers);
+      const corsHeaders = !crossOrigin ? null : r.method === 'OPTIONS' ? CORS_PREFLIGHT_HEADERS : routeHasCors(r.path) ? CORS_NORMAL_HEADERS : null;
+      const ex: Exchange = {
+        rec,
+        req,
+        res,
+        b: pickBehaviour(rec),
+        killed: false,
+        closed: false,
+        path: r.path,
+        query: r.query,
+        dist: r.dist,
+        decoded: r.decoded,
+        corsHeaders,
+        requestId: requestId(),
+      };
       res.on('error', () => {
         /* write after the client left: ignored, `closed` stops further writes */
       });
@@ -180,8 +253,8 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
         if (!res.headersSent && !ex.closed) sendJson(ex, 500, openAiError('stand-in failure', 'server_error'));
         else req.socket.destroy();
       });
-    });
-  });
+    }
+  };
   // Idle keep-alive connections live 60 s, longer than a sidecar agent keeps them.
   server.keepAliveTimeout = 60_000;
   server.headersTimeout = 61_000;
@@ -217,9 +290,13 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
       return;
     }
 
-    const ans = defaultAnswer(rec, b.sseEvents ?? DEFAULT_SSE_EVENTS);
+    const ans = defaultAnswer(ex, b.sseEvents ?? DEFAULT_SSE_EVENTS);
     if (ans.kind === 'json') {
       sendJson(ex, b.status ?? ans.status, ans.body);
+      return;
+    }
+    if (ans.kind === 'raw') {
+      sendRaw(ex, b.status ?? ans.status, ans.body, ans.contentType);
       return;
     }
     await sendStream(ex, b.status ?? 200, ans.contentType, ans.frames);
@@ -288,6 +365,22 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
   return standin;
 }
 
+/**
+ * new-api's DecompressRequestMiddleware: a body sent with exactly `Content-Encoding: gzip` or `br`
+ * (a single coding, compared as written) is undone before anything reads it; any other coding is
+ * left as it is (zstd too: Node 20 has no zstd). Null where it cannot be undone (new-api: 400).
+ */
+function decompressed(method: string, encoding: string | undefined, body: Buffer): Buffer | null {
+  if (method === 'GET' || body.length === 0) return body;
+  try {
+    if (encoding === 'gzip') return gunzipSync(body);
+    if (encoding === 'br') return brotliDecompressSync(body);
+  } catch {
+    return null;
+  }
+  return body;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sending
 
@@ -300,7 +393,8 @@ function requestId(): string {
 }
 
 function baseHeaders(ex: Exchange, contentType: string | undefined): OutgoingHttpHeaders {
-  const h: OutgoingHttpHeaders = { 'x-oneapi-request-id': requestId() };
+  const h: OutgoingHttpHeaders = { 'x-oneapi-request-id': ex.requestId };
+  if (ex.corsHeaders !== null) Object.assign(h, ex.corsHeaders);
   if (contentType !== undefined) h['content-type'] = contentType;
   const extra = ex.b.headers ?? {};
   for (const [k, v] of Object.entries(extra)) h[k.toLowerCase()] = v;
@@ -311,7 +405,8 @@ function baseHeaders(ex: Exchange, contentType: string | undefined): OutgoingHtt
 function sendRaw(ex: Exchange, status: number, body: Buffer, contentType: string | undefined): void {
   if (ex.closed) return;
   const headers = baseHeaders(ex, contentType);
-  headers['content-length'] = body.length;
+  // Go's server sends no Content-Length with a 204 (the CORS preflight answer).
+  if (status !== 204) headers['content-length'] = body.length;
   ex.res.writeHead(status, headers);
   if (ex.b.dieAfterEvents !== undefined && ex.b.dieAfterEvents > 0 && body.length > 0) {
     ex.res.write(body.subarray(0, Math.floor(body.length / 2)), () => kill(ex));
@@ -428,48 +523,48 @@ function stringField(o: Record<string, unknown>, key: string, fallback: string):
 
 const GEMINI_PATH = /^\/(v1beta|v1)\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
 const MODEL_PATH = /^\/v1\/models\/([^/]+)$/;
+const NOT_IMPLEMENTED = new Set(['/v1/images/variations', '/v1/files', '/v1/fine-tunes']);
 
-function defaultAnswer(rec: RecordedRequest, n: number): Answer {
-  const q = rec.url.indexOf('?');
-  const path = q === -1 ? rec.url : rec.url.slice(0, q);
-  const query = new URLSearchParams(q === -1 ? '' : rec.url.slice(q + 1));
+/** new-api's answer for a request its middleware refuses: `{"error":{"code","message","type"}}`, keys sorted. */
+function newApiError(ex: Exchange, status: number, message: string): Answer {
+  return { kind: 'json', status, body: { error: { code: '', message: `${message} (request id: ${ex.requestId})`, type: 'new_api_error' } } };
+}
+
+function defaultAnswer(ex: Exchange, n: number): Answer {
+  const { rec, path, query: rawQuery } = ex;
+  const query = new URLSearchParams(rawQuery);
   const method = rec.method.toUpperCase();
-  const promptTokens = Math.max(1, Math.ceil(rec.body.length / 4));
-  const anthropicClient = rec.headers['anthropic-version'] !== undefined || rec.headers['x-api-key'] !== undefined;
+  const promptTokens = Math.max(1, Math.ceil(ex.decoded.length / 4));
+
+  // The CORS middleware answers a cross-origin OPTIONS itself (new-api routes no OPTIONS at all).
+  if (method === 'OPTIONS') {
+    if (isCorsRequest(rec.headers)) return { kind: 'raw', status: 204, body: Buffer.alloc(0), contentType: undefined };
+    return noRoute(rec, method, path);
+  }
+  if (ex.dist.kind === 'error') {
+    // A body its decompression middleware cannot undo: a bare 400.
+    if (ex.dist.message === '') return { kind: 'raw', status: 400, body: Buffer.alloc(0), contentType: undefined };
+    return newApiError(ex, ex.dist.status, ex.dist.message);
+  }
+  const model = ex.dist.kind === 'model' ? ex.dist.model : undefined;
 
   if (method === 'POST') {
-    if (path === '/v1/chat/completions') return chatCompletion(parseBody(rec.body), promptTokens, n);
-    if (path === '/v1/responses') return responsesAnswer(parseBody(rec.body), promptTokens, n);
-    if (path === '/v1/messages') return anthropicMessage(parseBody(rec.body), promptTokens, n);
+    if (path === '/v1/chat/completions' || path === '/pg/chat/completions') return chatCompletion(parseBody(ex.decoded), promptTokens, n);
+    if (path === '/v1/responses') return responsesAnswer(parseBody(ex.decoded), promptTokens, n);
+    if (path === '/v1/messages') return anthropicMessage(parseBody(ex.decoded), promptTokens, n);
     const g = GEMINI_PATH.exec(path);
-    if (g) {
-      const model = safeDecode(g[2] ?? 'gemini');
-      return geminiAnswer(model, g[3] === 'streamGenerateContent', query.get('alt') === 'sse', promptTokens, n);
+    if (g) return geminiAnswer(g[2] ?? 'gemini', g[3] === 'streamGenerateContent', query.get('alt') === 'sse', promptTokens, n);
+    if (NOT_IMPLEMENTED.has(path)) {
+      return { kind: 'json', status: 501, body: { error: { message: 'API not implemented', type: 'new_api_error', param: '', code: 'api_not_implemented' } } };
     }
+    if (model !== undefined) return { kind: 'json', status: 200, body: { id: newId('standin-'), object: 'standin.result', model } };
   }
   if (method === 'GET') {
-    if (path === '/v1/models') return { kind: 'json', status: 200, body: modelList(anthropicClient) };
+    if (path === '/v1/models') return { kind: 'json', status: 200, body: listModels(STANDIN_MODELS, rec.headers, rawQuery) };
     const m = MODEL_PATH.exec(path);
-    if (m) {
-      const id = safeDecode(m[1] ?? '');
-      return { kind: 'json', status: 200, body: anthropicClient ? anthropicModel(id) : openAiModel(id) };
-    }
-    if (path === '/v1beta/models') {
-      return {
-        kind: 'json',
-        status: 200,
-        body: {
-          models: STANDIN_MODELS.map((id) => ({
-            name: `models/${id}`,
-            displayName: id,
-            version: '001',
-            inputTokenLimit: 1_048_576,
-            outputTokenLimit: 65_536,
-            supportedGenerationMethods: ['generateContent', 'countTokens'],
-          })),
-        },
-      };
-    }
+    if (m) return { kind: 'json', status: 200, body: retrieveModel(STANDIN_MODELS, m[1] ?? '', rec.headers) };
+    if (path === '/v1beta/models') return { kind: 'json', status: 200, body: listGeminiModels(STANDIN_MODELS) };
+    if (model !== undefined) return { kind: 'json', status: 200, body: { id: newId('standin-'), object: 'standin.result', model } };
     if (path === '/api/usage/token/') {
       return {
         kind: 'json',
@@ -494,7 +589,7 @@ function defaultAnswer(rec: RecordedRequest, n: number): Answer {
     if (path === '/api/log/token') return { kind: 'json', status: 200, body: { success: true, message: '', data: [] } };
   }
   if (path.startsWith('/api/')) return { kind: 'json', status: 200, body: { success: true, message: '', data: {} } };
-  if (path.startsWith('/v1/dashboard/')) {
+  if (path.startsWith('/v1/dashboard/') || path.startsWith('/dashboard/')) {
     if (path.includes('subscription')) {
       return {
         kind: 'json',
@@ -511,20 +606,19 @@ function defaultAnswer(rec: RecordedRequest, n: number): Answer {
     }
     return { kind: 'json', status: 200, body: { object: 'list', total_usage: 123.4 } };
   }
-  return {
-    kind: 'json',
-    status: 404,
-    body: openAiError(`Invalid URL (${method} ${path})`, 'invalid_request_error', 'invalid_url'),
-  };
+  return noRoute(rec, method, path);
 }
 
-function safeDecode(s: string): string {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return s;
+/** No route: new-api's NoRoute answers 404 under /v1 and /api (by the raw request URI), and the console's index page anywhere else. */
+function noRoute(rec: RecordedRequest, method: string, path: string): Answer {
+  if (rec.url.startsWith('/v1') || rec.url.startsWith('/api')) {
+    return { kind: 'json', status: 404, body: { error: { message: `Invalid URL (${method} ${path})`, type: 'invalid_request_error', param: '', code: '' } } };
   }
+  return { kind: 'raw', status: 200, body: Buffer.from(INDEX_PAGE), contentType: 'text/html; charset=utf-8' };
 }
+
+/** What the console's index page stands for. */
+const INDEX_PAGE = '<!doctype html><html><head><title>New API</title></head><body><div id="root"></div></body></html>';
 
 function nowSeconds(): number {
   return Math.floor(Date.now() / 1000);
@@ -737,24 +831,4 @@ function geminiAnswer(model: string, stream: boolean, alt: boolean, promptTokens
   const frames = chunks.map((c, i) => `${i === 0 ? '[' : ',\r\n'}${JSON.stringify(c)}`);
   frames.push(']');
   return { kind: 'stream', contentType: JSON_TYPE, frames };
-}
-
-// --- models
-
-function openAiModel(id: string): Record<string, unknown> {
-  return { id, object: 'model', created: 1_700_000_000, owned_by: 'relay' };
-}
-
-function anthropicModel(id: string): Record<string, unknown> {
-  return { type: 'model', id, display_name: id, created_at: '2025-01-01T00:00:00Z' };
-}
-
-function modelList(anthropic: boolean): Record<string, unknown> {
-  if (!anthropic) return { object: 'list', data: STANDIN_MODELS.map(openAiModel), success: true };
-  return {
-    data: STANDIN_MODELS.map(anthropicModel),
-    has_more: false,
-    first_id: STANDIN_MODELS[0] ?? null,
-    last_id: STANDIN_MODELS[STANDIN_MODELS.length - 1] ?? null,
-  };
 }

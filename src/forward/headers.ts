@@ -44,8 +44,13 @@ function isHopByHop(name: string): boolean {
 }
 
 export interface OutgoingAuth {
-  /** Value for the relay's `Authorization` header. */
-  authorization: string;
+  /**
+   * The key the relay must see (the client's key, or `upstream.credential`), or null for a call
+   * forwarded without one (a CORS preflight): then no key header reaches the relay at all.
+   */
+  key: string | null;
+  /** Send `x-goog-api-key` though the client sent none: it sent a `?key=` that was removed (src/target.ts). */
+  googKey?: boolean;
   /** The client address sluice decided on. */
   clientIp: string;
   /** Length of the buffered body, or null when there is none. */
@@ -53,9 +58,20 @@ export interface OutgoingAuth {
 }
 
 /**
- * Rewrites the client's headers, in place, into what the relay receives:
- * hop-by-hop fields gone, the key moved into `Authorization`, and
- * `X-Forwarded-For` naming exactly the address sluice decided on.
+ * Rewrites the client's headers, in place, into what the relay receives: hop-by-hop fields gone,
+ * `X-Forwarded-For` naming exactly the address sluice decided on, and the key in `Authorization`
+ * and in every other key header the client sent.
+ *
+ * new-api reads a key from `x-api-key` on paths containing `/v1/messages` or `/v1/models`, and
+ * from `x-goog-api-key` under `/v1beta/models` and `/v1/models/`, each overriding
+ * `Authorization`; and it chooses the answer's format by their presence (`GET /v1/models` lists
+ * Anthropic's shape for `x-api-key` with `anthropic-version`, Gemini's for `x-goog-api-key`). So a
+ * key header the client sent is kept, holding the key the relay must see: the format is chosen as
+ * without sluice, and whichever header the relay reads, it reads the key sluice authenticated, never
+ * a second key the client put beside it. An empty one stays empty (the relay treats it as absent).
+ * `Sec-WebSocket-Protocol` would also override the key (new-api reads
+ * `openai-insecure-api-key.<key>` from it, or takes the whole value) and `mj-api-secret` stands in
+ * for a missing one; sluice proxies no WebSocket, so both are dropped.
  */
 export function prepareRequestHeaders(headers: IncomingHttpHeaders, auth: OutgoingAuth): void {
   const declared = connectionTokens(headers.connection);
@@ -64,13 +80,22 @@ export function prepareRequestHeaders(headers: IncomingHttpHeaders, auth: Outgoi
     // Node lower-cases incoming field names.
     if ((maybeHopByHop(name) && isHopByHop(name)) || (anyDeclared && declared.has(name))) delete headers[name];
   }
-  delete headers['x-api-key'];
-  delete headers['x-goog-api-key'];
+  const key = auth.key;
+  if (key === null) {
+    delete headers.authorization;
+    delete headers['x-api-key'];
+    delete headers['x-goog-api-key'];
+  } else {
+    headers.authorization = `Bearer ${key}`;
+    if (headers['x-api-key']) headers['x-api-key'] = key;
+    if (headers['x-goog-api-key'] || auth.googKey) headers['x-goog-api-key'] = key;
+  }
+  if (headers['sec-websocket-protocol'] !== undefined) delete headers['sec-websocket-protocol'];
+  if (headers['mj-api-secret'] !== undefined) delete headers['mj-api-secret'];
   // The relay trusts the left-most X-Forwarded-For value, so no client-chosen one may survive.
   delete headers['x-real-ip'];
   delete headers['forwarded'];
   headers['x-forwarded-for'] = auth.clientIp;
-  headers.authorization = auth.authorization;
   if (auth.bodyLength === null) {
     delete headers['content-length'];
   } else {

@@ -4,23 +4,11 @@
  * supplies the registry, the text format and the process metrics.
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import type { RouteFamily } from '../routes.js';
 import { Counter, Gauge, Histogram } from './instruments.js';
 
-/** Route families: a bounded label set derived from the path. */
-export type RouteFamily = 'chat' | 'responses' | 'messages' | 'gemini' | 'models' | 'usage_query' | 'api' | 'dashboard' | 'v1_other' | 'other';
-
-export function routeFamily(path: string): RouteFamily {
-  if (path.startsWith('/v1/chat/completions')) return 'chat';
-  if (path.startsWith('/v1/responses')) return 'responses';
-  if (path.startsWith('/v1/messages')) return 'messages';
-  if (path.startsWith('/v1beta/')) return 'gemini';
-  if (path === '/v1/models' || path.startsWith('/v1/models/')) return 'models';
-  if (path === '/api/log/token' || path === '/api/usage/token/') return 'usage_query';
-  if (path.startsWith('/api/')) return 'api';
-  if (path.startsWith('/v1/dashboard/')) return 'dashboard';
-  if (path.startsWith('/v1/')) return 'v1_other';
-  return 'other';
-}
+/** Route families (a bounded label set): src/routes.ts derives them from the path. */
+export type { RouteFamily };
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const FAST_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];

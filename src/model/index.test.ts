@@ -16,12 +16,17 @@ function multipart(boundary: string, nl: string, parts: Array<{ name: string; va
   return s + `--${boundary}--${nl}`;
 }
 
-describe('requestedModel: form bodies (the relay binds them too)', () => {
+describe('requestedModel: form bodies (the relay reads them too)', () => {
   it('reads the model of a multipart body whatever the case of its boundary (browsers mix cases)', async () => {
     const b = '----WebKitFormBoundaryAbC123xYz';
     const body = multipart(b, '\r\n', [{ name: 'file', value: 'RIFF....', filename: 'a.wav' }, { name: 'model', value: 'vend-flash-free' }]);
     expect(await modelOf(`multipart/form-data; boundary=${b}`, body)).toEqual({ ok: true, model: 'vend-flash-free' });
-    expect(await modelOf(`Multipart/Form-Data; Boundary="${b}"`, body)).toEqual({ ok: true, model: 'vend-flash-free' });
+    expect(await modelOf(`multipart/form-data; Boundary="${b}"`, body)).toEqual({ ok: true, model: 'vend-flash-free' });
+  });
+
+  it('refuses a multipart type the relay does not recognise because of its letter case (it reads no model from it)', async () => {
+    const body = multipart('b1', '\r\n', [{ name: 'model', value: 'vend-flash-free' }]);
+    expect(await modelOf('Multipart/Form-Data; boundary=b1', body)).toMatchObject({ ok: false, status: 400 });
   });
 
   it('reads LF-only multipart bodies, as Go does', async () => {
@@ -29,17 +34,26 @@ describe('requestedModel: form bodies (the relay binds them too)', () => {
     expect(await modelOf('multipart/form-data; boundary=XyZ', body)).toEqual({ ok: true, model: 'vend-flash-free' });
   });
 
-  it('takes the first model part, and never a file part named model', async () => {
+  it('never takes a file part named model for the model', async () => {
     const body = multipart('b0', '\r\n', [
       { name: 'model', value: 'ignored.bin', filename: 'model' },
+      { name: 'model', value: 'the-one' },
+    ]);
+    expect(await modelOf('multipart/form-data; boundary=b0', body)).toEqual({ ok: true, model: 'the-one' });
+  });
+
+  // new-api turns a repeated form field into an array, which its model struct cannot take: it answers 400.
+  it('refuses a repeated model field, multipart or urlencoded, as the relay does', async () => {
+    const body = multipart('b0', '\r\n', [
       { name: 'model', value: 'first' },
       { name: 'model', value: 'second' },
     ]);
-    expect(await modelOf('multipart/form-data; boundary=b0', body)).toEqual({ ok: true, model: 'first' });
+    expect(await modelOf('multipart/form-data; boundary=b0', body)).toMatchObject({ ok: false, status: 400 });
+    expect(await modelOf('application/x-www-form-urlencoded', 'model=vend-flash-free&model=x')).toMatchObject({ ok: false, status: 400 });
   });
 
-  it('reads urlencoded forms, first value first', async () => {
-    expect(await modelOf('application/x-www-form-urlencoded', 'model=vend-flash-free&model=x')).toEqual({ ok: true, model: 'vend-flash-free' });
+  it('reads urlencoded forms', async () => {
+    expect(await modelOf('application/x-www-form-urlencoded', 'model=vend-flash-free&language=en')).toEqual({ ok: true, model: 'vend-flash-free' });
   });
 
   it('reads a compressed JSON body once decoded', async () => {
@@ -73,5 +87,96 @@ describe('requestedModel: Content-Encoding identity is no compression', () => {
     expect(modelPrepass('POST', '/v1/chat/completions', { ...large, 'content-encoding': 'identity' })).not.toBeNull();
     expect(modelPrepass('POST', '/v1/chat/completions', large)).not.toBeNull();
     expect(modelPrepass('POST', '/v1/chat/completions', { ...large, 'content-encoding': 'gzip' })).toBeNull();
+  });
+});
+
+describe('requestedModel: every route where the relay reads a model', () => {
+  const JSON_CT = { 'content-type': 'application/json' };
+  const free = Buffer.from('{"model":"vend-flash-free"}');
+  const at = (method: string, path: string, headers: Record<string, string>, body: Buffer | string | null, query = '') =>
+    requestedModel(method, path, headers, body === null ? null : Buffer.from(body), MB, undefined, undefined, undefined, query);
+
+  it.each([
+    '/v1/chat/completions',
+    '/v1/completions',
+    '/v1/messages',
+    '/v1/responses',
+    '/v1/responses/compact',
+    '/v1/embeddings',
+    '/v1/rerank',
+    '/v1/moderations',
+    '/v1/images/generations',
+    '/v1/images/edits',
+    '/v1/audio/speech',
+    '/v1/audio/transcriptions',
+    '/v1/audio/translations',
+    '/v1/alpha/search',
+    '/v1/edits',
+    '/v1/videos',
+    '/v1/video/generations',
+    '/pg/chat/completions',
+    '/kling/v1/videos/text2video',
+    '/v1/engines/text-embedding-3-small/embeddings',
+    '/v1/some/future/route',
+  ])('POST %s with a JSON body names its model', (path) => {
+    expect(at('POST', path, JSON_CT, free)).toEqual({ ok: true, model: 'vend-flash-free' });
+  });
+
+  it('the playground reads a multipart body too (issue #17: /pg was forwarded uncounted)', () => {
+    const body = multipart('pg', '\r\n', [{ name: 'model', value: 'vend-flash-free' }]);
+    expect(at('POST', '/pg/chat/completions', { 'content-type': 'multipart/form-data; boundary=pg' }, body)).toEqual({ ok: true, model: 'vend-flash-free' });
+    // A chat call does not: the relay's generic read skips multipart, reads no model, and answers 400.
+    expect(at('POST', '/v1/chat/completions', { 'content-type': 'multipart/form-data; boundary=pg' }, body)).toEqual({ ok: true, model: null });
+  });
+
+  it('video tasks read multipart, the OpenAI SDK way', () => {
+    const body = multipart('v', '\r\n', [{ name: 'prompt', value: 'a cat' }, { name: 'model', value: 'sora-2-free' }]);
+    expect(at('POST', '/v1/videos', { 'content-type': 'multipart/form-data; boundary=v' }, body)).toEqual({ ok: true, model: 'sora-2-free' });
+  });
+
+  it('falls back on the model the relay uses when none is named', () => {
+    expect(at('POST', '/v1/images/generations', JSON_CT, '{"prompt":"x"}')).toEqual({ ok: true, model: 'dall-e' });
+    expect(at('POST', '/v1/audio/transcriptions', { 'content-type': 'multipart/form-data; boundary=b' }, multipart('b', '\r\n', [{ name: 'file', value: 'x', filename: 'a.wav' }]))).toEqual({
+      ok: true,
+      model: 'whisper-1',
+    });
+    expect(at('POST', '/v1/engines/vend-flash-free/embeddings', JSON_CT, '{"input":"x"}')).toEqual({ ok: true, model: 'vend-flash-free' });
+  });
+
+  it('/v1/engines/{model}/embeddings: the body model wins over the path, as in the relay', () => {
+    expect(at('POST', '/v1/engines/gpt-4o/embeddings', JSON_CT, free)).toEqual({ ok: true, model: 'vend-flash-free' });
+  });
+
+  it('image edits read a multipart body only under an exact multipart Content-Type', () => {
+    const body = multipart('e', '\r\n', [{ name: 'model', value: 'vend-flash-free' }]);
+    expect(at('POST', '/v1/images/edits', { 'content-type': 'multipart/form-data; boundary=e' }, body)).toEqual({ ok: true, model: 'vend-flash-free' });
+    expect(at('POST', '/v1/images/edits', { 'content-type': 'text/x; a=multipart/form-data; boundary=e' }, body)).toEqual({ ok: true, model: null });
+  });
+
+  it('realtime reads ?model= on its GET', () => {
+    expect(at('GET', '/v1/realtime', {}, null, 'model=vend-flash-free')).toEqual({ ok: true, model: 'vend-flash-free' });
+    expect(at('GET', '/v1/realtime', {}, null, 'model=gpt-4o-realtime&model=vend-flash-free')).toEqual({ ok: true, model: 'gpt-4o-realtime' });
+    expect(at('GET', '/v1/realtime', {}, null)).toEqual({ ok: true, model: null });
+  });
+
+  it('Gemini paths: the model in the path, or the body when the path carries a task marker', () => {
+    expect(at('POST', '/v1beta/models/vend-flash-free:generateContent', JSON_CT, '{"model":"gpt-4o"}')).toEqual({ ok: true, model: 'vend-flash-free' });
+    expect(at('POST', '/v1beta/models/gemini-pro/v1/videos', JSON_CT, free)).toEqual({ ok: true, model: 'vend-flash-free' });
+    expect(at('GET', '/v1beta/models/vend-flash-free', {}, null)).toEqual({ ok: true, model: null });
+  });
+
+  it('reads nothing off the model routes', () => {
+    expect(at('POST', '/api/user/login', JSON_CT, free)).toEqual({ ok: true, model: null });
+    expect(at('GET', '/v1/chat/completions', JSON_CT, free)).toEqual({ ok: true, model: null });
+    expect(at('POST', '/v1/videos/task_1/remix', JSON_CT, free)).toEqual({ ok: true, model: null });
+  });
+
+  it('issue #17 reproductions: counted or refused, never uncounted', () => {
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    expect(at('POST', '/v1/embeddings', form, '{"a":"&model=vend-flash-free&input=hi&","model":"gpt-4o"}')).toMatchObject({ ok: false, status: 400 });
+    expect(at('POST', '/v1/embeddings', { 'content-type': 'text/plain; x=application/x-www-form-urlencoded' }, 'model=vend-flash-free&input=hi')).toEqual({
+      ok: true,
+      model: 'vend-flash-free',
+    });
   });
 });

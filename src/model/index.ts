@@ -1,18 +1,21 @@
 /**
- * Which model a request asks for, read the way the relay will read it.
+ * Which model a request asks for, read the way the relay will read it: the route (src/routes.ts)
+ * says where the relay's distributor looks (body, path, query, a task's action), the Content-Type
+ * how it reads a body (content-type.ts).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { BodyBudgetExceededError } from '../errors.js';
+import { planFor, routeOf, wildcardPlan, type ModelPlan, type Route } from '../routes.js';
 import { decodeBody, needsDecoding, type DecodeBudget } from './decode.js';
-import { modelFromPath } from './path.js';
+import { FORM_TYPE, JSON_TYPE, modelByContentType, MULTIPART_TYPE, type ModelResult } from './content-type.js';
+import { firstQueryValue } from './form.js';
+import { engineModel, geminiPathModel } from './path.js';
 import { ModelPrepass, type StructureHints } from './prepass.js';
-import { scanModel } from './scan.js';
+import { klingModel, jimengModel, midjourneyModel, sunoModel } from './tasks.js';
 
 export type { ModelPrepass };
 
-export type ModelResult =
-  | { ok: true; model: string | null }
-  | { ok: false; status: 400 | 413 | 415; reason: string };
+export type { ModelResult };
 
 const NONE: ModelResult = { ok: true, model: null };
 
@@ -22,25 +25,26 @@ const NONE: ModelResult = { ok: true, model: null };
  */
 const PREPASS_FROM = 256 * 1024;
 
+
 /**
- * A prepass for this request's body when `requestedModel` will scan it as JSON: a POST under
- * /v1/ whose model is not in the path, sent uncompressed, large or of unknown length. (A
- * compressed body is read into one after decoding, in requestedModel.)
+ * A prepass for this request's body when `requestedModel` will scan it as JSON: a route whose
+ * model is read from the body, a JSON Content-Type, sent uncompressed, large or of unknown length.
+ * (A compressed body is read into one after decoding, in requestedModel.)
  */
-export function modelPrepass(method: string, path: string, headers: IncomingHttpHeaders): ModelPrepass | null {
-  if (method !== 'POST' || !path.startsWith('/v1/') || needsDecoding(headers['content-encoding'])) return null;
+export function modelPrepass(method: string, path: string, headers: IncomingHttpHeaders, route: Route = routeOf(path)): ModelPrepass | null {
+  const plan = planFor(route, method);
+  if (plan.kind !== 'body') return null;
+  const ct = headers['content-type'];
+  if (ct === undefined || !ct.startsWith(JSON_TYPE) || needsDecoding(headers['content-encoding'])) return null;
   const length = headers['content-length'];
   if (length !== undefined && Number(length) < PREPASS_FROM) return null;
-  if (modelFromPath(path) !== undefined) return null;
   return new ModelPrepass();
 }
 
 /**
- * Native generative-content endpoints carry the model in the path; every POST
- * under /v1/ may carry it in its JSON body. A compressed body is decoded for
- * inspection so that compression cannot skip the free-tier check; that happens
- * off the event loop, so only for a compressed body is the answer a promise
- * (`identity` is no compression).
+ * The model a request asks for. A compressed body is decoded for inspection so that compression
+ * cannot skip the free-tier check; that happens off the event loop, so only for a compressed body
+ * is the answer a promise (`identity` is no compression).
  */
 export function requestedModel(
   method: string,
@@ -52,12 +56,31 @@ export function requestedModel(
   hints?: StructureHints | null,
   /** Where the bytes of a decoded body are counted while it is read (the request's BodyLease). */
   budget?: DecodeBudget | null,
+  route: Route = routeOf(path),
+  /** The query string, without `?` (realtime reads `?model=`, Jimeng `?Action=`). */
+  query = '',
 ): ModelResult | Promise<ModelResult> {
-  const fromPath = modelFromPath(path);
-  if (fromPath !== undefined) return { ok: true, model: fromPath };
-  if (method !== 'POST' || !path.startsWith('/v1/') || body === null || body.length === 0) return NONE;
-  if (needsDecoding(headers['content-encoding'])) return decodedModel(body, headers, maxBytes, budget ?? null);
-  return modelInBody(body, headers['content-type'], hints ?? undefined);
+  let plan = planFor(route, method);
+  if (plan.kind === 'path') {
+    plan = wildcardPlan(path);
+    if (plan.kind === 'path') return { ok: true, model: geminiPathModel(path) ?? null };
+  }
+  switch (plan.kind) {
+    case 'none':
+      return NONE;
+    case 'query':
+      return { ok: true, model: firstQueryValue(query, 'model') || null };
+    case 'suno':
+      return { ok: true, model: sunoModel(method, path) };
+    default:
+  }
+  const ct = headers['content-type'] ?? '';
+  // An empty body is read as it is: the relay refuses what it cannot read in it, if anything.
+  if (body !== null && body.length > 0 && needsDecoding(headers['content-encoding'])) {
+    const p = plan;
+    return decodedModel(body, headers, maxBytes, budget ?? null, (b, h) => readPlan(p, ct, b, h, path, query));
+  }
+  return readPlan(plan, ct, body, hints ?? undefined, path, query);
 }
 
 /**
@@ -65,7 +88,13 @@ export function requestedModel(
  * budget as it comes out), read, and the decoded copy let go. Past the budget it throws
  * BodyBudgetExceededError (the gateway answers 503).
  */
-async function decodedModel(body: Buffer, headers: IncomingHttpHeaders, maxBytes: number, budget: DecodeBudget | null): Promise<ModelResult> {
+async function decodedModel(
+  body: Buffer,
+  headers: IncomingHttpHeaders,
+  maxBytes: number,
+  budget: DecodeBudget | null,
+  read: (body: Buffer, hints: StructureHints | undefined) => ModelResult,
+): Promise<ModelResult> {
   const decoded = await decodeBody(body, headers['content-encoding'], maxBytes, budget);
   if (!decoded.ok) {
     if (decoded.status === 503) throw new BodyBudgetExceededError(decoded.reason);
@@ -73,7 +102,7 @@ async function decodedModel(body: Buffer, headers: IncomingHttpHeaders, maxBytes
   }
   try {
     const hints = decoded.body.length >= PREPASS_FROM ? await prepassInTurns(decoded.body) : undefined;
-    return modelInBody(decoded.body, headers['content-type'], hints);
+    return read(decoded.body, hints);
   } finally {
     budget?.give(decoded.held);
   }
@@ -92,59 +121,47 @@ async function prepassInTurns(body: Buffer): Promise<ModelPrepass> {
   return prepass;
 }
 
-function modelInBody(json: Buffer, contentType: string | undefined, hints: StructureHints | undefined): ModelResult {
-  const scan = scanModel(json, hints);
-  switch (scan.kind) {
-    case 'found':
-      return { ok: true, model: scan.model };
-    case 'absent':
+/** Carries out a plan that reads the body (or a task route's own rules) on the body as it will be read. */
+function readPlan(plan: ModelPlan, ct: string, body: Buffer | null, hints: StructureHints | undefined, path: string, query: string): ModelResult {
+  switch (plan.kind) {
+    case 'body':
+      break;
+    case 'mj':
+      return midjourneyModel(path, ct, body ?? EMPTY);
+    case 'kling':
+      return klingModel(ct, body ?? EMPTY, hints);
+    case 'jimeng':
+      return jimengModel(ct, body ?? EMPTY, hints, query);
+    default:
       return NONE;
-    case 'not-object':
-      return formModel(contentType, json);
-    case 'invalid':
-      return { ok: false, status: 400, reason: `request body is not valid JSON (${scan.reason})` };
   }
+  const b = body ?? EMPTY;
+  let model: string | null = null;
+  // The common call (a JSON chat body) takes this branch alone.
+  if (plan.first && !(ct.length > JSON_TYPE.length && ct.includes(MULTIPART_TYPE))) {
+    const r = modelByContentType(ct, b, hints, false);
+    if (!r.ok) return r;
+    // Nothing more to do for most routes: their answer is this read's.
+    if (plan.second === 'none' && (r.model !== null || (plan.fallback === null && !plan.engineParam))) return r;
+    model = r.model;
+  }
+  if (plan.second !== 'none' && (plan.second !== 'lenient-form' || isExactFormType(ct))) {
+    const r = modelByContentType(ct, b, hints, true);
+    // Where the relay ignores a body it cannot read (the audio uploads, image edits), sluice still
+    // refuses it: it cannot tell that the relay did not read a model from it after all.
+    if (!r.ok) return r;
+    if (plan.second === 'strict' || r.model !== null) model = r.model;
+  }
+  if (model === null && plan.engineParam) model = engineModel(path) ?? null;
+  if (model === null) model = plan.fallback;
+  return { ok: true, model };
 }
 
-/**
- * The relay also binds form bodies (gin's form binding takes the first value),
- * so a free model must not slip through as a form field.
- */
-function formModel(contentType: string | undefined, body: Buffer): ModelResult {
-  const ct = (contentType ?? '').toLowerCase();
-  if (ct.startsWith('application/x-www-form-urlencoded')) {
-    const v = new URLSearchParams(body.toString('latin1')).get('model');
-    return { ok: true, model: v === null ? null : Buffer.from(v, 'latin1').toString('utf8') };
-  }
-  // The boundary is case-sensitive: read it from the header as sent, not lower-cased.
-  if (ct.startsWith('multipart/form-data')) return { ok: true, model: multipartField(contentType!, body, 'model') };
-  return NONE;
-}
+const EMPTY = Buffer.alloc(0);
 
-/**
- * The first non-file part named `field`, as Go's multipart reader (and so gin) reads it: lines end
- * in CRLF, or in LF alone when the first boundary line does.
- */
-function multipartField(contentType: string, body: Buffer, field: string): string | null {
-  const m = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType);
-  const boundary = m?.[1] ?? m?.[2];
-  if (!boundary) return null;
-  const delim = Buffer.from(`--${boundary}`);
-  let pos = body.indexOf(delim);
-  if (pos === -1) return null;
-  const nl = body[pos + delim.length] === 0x0d ? '\r\n' : '\n';
-  const blank = nl + nl;
-  const next = Buffer.from(nl + `--${boundary}`);
-  while (pos !== -1) {
-    const headStart = pos + delim.length + nl.length;
-    const headEnd = body.indexOf(blank, headStart);
-    if (headEnd === -1) return null;
-    const head = body.toString('latin1', headStart, headEnd);
-    const valueStart = headEnd + blank.length;
-    const end = body.indexOf(next, valueStart);
-    const name = /content-disposition:[^\r\n]*\bname="([^"]*)"/i.exec(head)?.[1];
-    if (name === field && !/filename=/i.test(head)) return body.toString('utf8', valueStart, end === -1 ? body.length : end);
-    pos = end === -1 ? -1 : end + nl.length;
-  }
-  return null;
+/** gin's `c.ContentType()`: the value up to the first space or `;`, compared exactly. */
+function isExactFormType(ct: string): boolean {
+  const end = ct.search(/[ ;]/);
+  const t = end === -1 ? ct : ct.slice(0, end);
+  return t === FORM_TYPE || t === MULTIPART_TYPE;
 }

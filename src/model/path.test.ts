@@ -11,7 +11,9 @@ describe('modelFromPath', () => {
     ['/v1/models/gemini-1.5-pro:generateContent', 'gemini-1.5-pro'],
     ['/v1/models/gemini-1.5-pro:streamGenerateContent', 'gemini-1.5-pro'],
     ['/v1/engines/text-embedding-ada-002/embeddings', 'text-embedding-ada-002'],
-    ['/v1/engines/davinci/completions', 'davinci'],
+    // A POST to `/v1/models/{id}` without an action is routed by the relay as a Gemini call for `{id}`.
+    ['/v1/models/gpt-4o', 'gpt-4o'],
+    ['/v1/models/vend-flash-free', 'vend-flash-free'],
   ])('reads the model from %s', (path, model) => {
     expect(modelFromPath(path)).toBe(model);
   });
@@ -31,12 +33,12 @@ describe('modelFromPath', () => {
     '/v1beta/models/:generateContent',
     '/v1/models',
     '/v1/models/',
-    '/v1/models/gpt-4o',
-    '/v1/models/vend-flash-free',
     '/v1/models/:generateContent',
     '/v1/engines',
     '/v1/engines/',
     '/v1/engines/davinci',
+    '/v1/engines/davinci/completions',
+    '/v1/engines/a/b/embeddings',
     '/v1/engines//embeddings',
     '/v1/chat/completions',
     '/v1/embeddings',
@@ -59,7 +61,7 @@ describe('modelFromPath', () => {
 
     it('does not split on an escaped colon or slash that is still escaped', () => {
       expect(modelFromPath('/v1beta/models/vend-flash-free%3AgenerateContent')).toBe('vend-flash-free%3AgenerateContent');
-      expect(modelFromPath('/v1/models/vend-flash-free%3AgenerateContent')).toBeUndefined();
+      expect(modelFromPath('/v1/models/vend-flash-free%3AgenerateContent')).toBe('vend-flash-free%3AgenerateContent');
       expect(modelFromPath('/v1/engines/a%2Fb/embeddings')).toBe('a%2Fb');
       expect(modelFromPath('/v1beta%2Fmodels/gemini:generateContent')).toBeUndefined();
     });

@@ -1,5 +1,5 @@
 /**
- * Endpoints that name the model in the URL path instead of the body.
+ * Models named in the URL path, read as the relay's distributor reads them.
  *
  * The relay (Go net/http + gin) routes and extracts on the percent-decoded path, decoded once.
  * That decoding is parseTarget's (src/target.ts): the path given here is `Target.path`, already
@@ -8,34 +8,34 @@
  * `a%3AgenerateContent`.
  */
 
-const GEMINI_BETA = '/v1beta/models/';
-const GEMINI_V1 = '/v1/models/';
+const MODELS = '/models/';
 const ENGINES = '/v1/engines/';
+const EMBEDDINGS = '/embeddings';
 
-/** The model a decoded path (`Target.path`) names, if it is one of the endpoints that name one. */
-export function modelFromPath(path: string): string | undefined {
-  if (path.startsWith(GEMINI_BETA)) {
-    // Without an action this is the model-info route; the relay still reads the model from it.
-    return nonEmpty(beforeColon(path.slice(GEMINI_BETA.length)));
-  }
-  if (path.startsWith(GEMINI_V1)) {
-    // `/v1/models/{id}` without an action is OpenAI's model retrieval, not a generation.
-    const rest = path.slice(GEMINI_V1.length);
-    const colon = rest.indexOf(':');
-    return colon === -1 ? undefined : nonEmpty(rest.slice(0, colon));
-  }
-  if (path.startsWith(ENGINES)) {
-    // Only `/v1/engines/{model}/...` (legacy embeddings) generates; `/v1/engines/{id}` retrieves.
-    const rest = path.slice(ENGINES.length);
-    const slash = rest.indexOf('/');
-    return slash === -1 ? undefined : nonEmpty(rest.slice(0, slash));
-  }
-  return undefined;
+/**
+ * The model of a `/v1beta/models/*` or `/v1/models/*` POST: what follows the first `/models/`, up
+ * to the first colon (`/v1beta/models/{model}:{action}`), all of it when there is no colon, as
+ * new-api's extractModelNameFromGeminiPath does. Undefined when that is empty.
+ */
+export function geminiPathModel(path: string): string | undefined {
+  const at = path.indexOf(MODELS);
+  if (at === -1) return undefined;
+  const rest = path.slice(at + MODELS.length);
+  const colon = rest.indexOf(':');
+  return nonEmpty(colon === -1 ? rest : rest.slice(0, colon));
 }
 
-function beforeColon(rest: string): string {
-  const colon = rest.indexOf(':');
-  return colon === -1 ? rest : rest.slice(0, colon);
+/** The `{model}` of `/v1/engines/{model}/embeddings` (one path segment), which the relay falls back on. */
+export function engineModel(path: string): string | undefined {
+  if (!path.startsWith(ENGINES) || !path.endsWith(EMBEDDINGS)) return undefined;
+  const segment = path.slice(ENGINES.length, path.length - EMBEDDINGS.length);
+  return segment.includes('/') ? undefined : nonEmpty(segment);
+}
+
+/** The model a POST to this decoded path names in the path, if it is one of the routes that name one there. */
+export function modelFromPath(path: string): string | undefined {
+  if (path.startsWith('/v1beta/models/') || path.startsWith('/v1/models/')) return geminiPathModel(path);
+  return engineModel(path);
 }
 
 function nonEmpty(segment: string): string | undefined {

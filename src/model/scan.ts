@@ -415,3 +415,105 @@ function decodeString(buf: Buffer, start: number, end: number): string {
   if (end > runStart) parts.push(buf.toString('utf8', runStart, end));
   return parts.join('');
 }
+
+/**
+ * Bytes as a Go string becomes valid UTF-8 when encoding/json writes it: each byte of an ill-formed
+ * sequence turns into its own U+FFFD.
+ */
+export function decodeGoString(buf: Buffer): string {
+  let pos = 0;
+  for (; pos < buf.length; pos++) if (buf[pos]! >= 0x80) break;
+  if (pos === buf.length) return buf.toString('latin1');
+  const parts: string[] = [buf.toString('latin1', 0, pos)];
+  let runStart = pos;
+  while (pos < buf.length) {
+    const c = buf[pos]!;
+    if (c < 0x80) {
+      pos++;
+      continue;
+    }
+    const size = utf8SequenceLength(buf, pos, buf.length);
+    if (size > 0) {
+      pos += size;
+      continue;
+    }
+    if (pos > runStart) parts.push(buf.toString('utf8', runStart, pos));
+    parts.push('\uFFFD');
+    runStart = ++pos;
+  }
+  if (buf.length > runStart) parts.push(buf.toString('utf8', runStart, buf.length));
+  return parts.join('');
+}
+
+/**
+ * How the relay decodes a JSON body into what it reads a field from:
+ * - `struct`: encoding/json into a struct with string fields; names match ignoring case, every
+ *   match assigns in document order (the last wins), `null` leaves the field alone and any other
+ *   non-string fails the decode;
+ * - `map`: encoding/json into `map[string]any`, then `m[name].(string)`: the exact name, the last
+ *   one wins, and a value that is no string reads as "".
+ */
+export type FieldMode = 'struct' | 'map';
+
+export type FieldsScan = { kind: 'found'; values: (string | undefined)[] } | { kind: 'not-object' } | { kind: 'invalid'; reason: string };
+
+/**
+ * The top-level string fields `names` of a JSON object, read as `mode` says; undefined for a field
+ * that is absent (or, in struct mode, only ever null). For the rarely used routes whose relay
+ * middleware reads fields other than `model` (Midjourney's action, the Kling and Jimeng adapters);
+ * `scanModel` stays the lean path for `model` itself.
+ */
+export function scanStringFields(body: Buffer, names: readonly string[], mode: FieldMode, matches: (key: string, name: string) => boolean): FieldsScan {
+  let pos = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
+  pos = skipWhitespace(body, pos);
+  if (body[pos] !== LBRACE) return { kind: 'not-object' };
+  const values: (string | undefined)[] = names.map(() => undefined);
+  try {
+    pos = skipWhitespace(body, pos + 1);
+    if (body[pos] === RBRACE) {
+      pos++;
+    } else {
+      for (;;) {
+        if (body[pos] !== QUOTE) unexpected(body, pos, 'a key string');
+        const keyEnd = stringEnd(body, pos + 1);
+        const key = decodeString(body, pos + 1, keyEnd);
+        pos = skipWhitespace(body, keyEnd + 1);
+        if (body[pos] !== COLON) unexpected(body, pos, "':'");
+        pos = skipWhitespace(body, pos + 1);
+        let value: string | null | undefined;
+        if (body[pos] === QUOTE) {
+          const valueEnd = stringEnd(body, pos + 1);
+          value = decodeString(body, pos + 1, valueEnd);
+          pos = valueEnd + 1;
+        } else {
+          const start = pos;
+          pos = skipValue(body, pos, undefined);
+          value = body[start] === NULL[0] ? null : undefined;
+        }
+        for (let i = 0; i < names.length; i++) {
+          if (!(mode === 'map' ? key === names[i] : matches(key, names[i]!))) continue;
+          if (mode === 'map') values[i] = typeof value === 'string' ? value : '';
+          else if (typeof value === 'string') values[i] = value;
+          else if (value === undefined) fail(`"${key}" must be a string`);
+        }
+        pos = skipWhitespace(body, pos);
+        const c = body[pos];
+        if (c === COMMA) {
+          pos = skipWhitespace(body, pos + 1);
+          continue;
+        }
+        if (c === RBRACE) {
+          pos++;
+          break;
+        }
+        unexpected(body, pos, "',' or '}'");
+      }
+    }
+    pos = skipWhitespace(body, pos);
+    if (pos < body.length) fail(`unexpected ${describeAt(body, pos)} after the top-level object`);
+    return { kind: 'found', values };
+  } catch (err) {
+    if (err instanceof ScanError) return { kind: 'invalid', reason: err.message };
+    throw err;
+  }
+}

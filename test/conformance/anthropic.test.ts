@@ -76,7 +76,7 @@ describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through s
 
     const r = lastRequest(h.relay);
     expect(r.url).toBe('/v1/messages');
-    expectForwardedAuth(r, key);
+    expectForwardedAuth(r, key, form === 'x-api-key' ? 'x-api-key' : 'authorization');
     expect(r.headers['anthropic-version']).toMatch(VERSION[form]);
     expect(bodyJson(r)).toMatchObject({ model: FREE, max_tokens: 64 });
   });
@@ -126,16 +126,25 @@ describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through s
     expect(text).toBe(STANDIN_TEXT);
   });
 
-  it('models.list (GET /v1/models answers the Anthropic shape)', async () => {
-    const ids: string[] = [];
-    for await (const m of anthropic.models.list()) {
-      expect(m.type).toBe('model');
-      ids.push(m.id);
-    }
-    expect(ids).toEqual([...STANDIN_MODELS]);
+  it('models.list gets what the relay answers this SDK directly: the Anthropic shape for x-api-key with anthropic-version', async () => {
+    const items = async (c: Anthropic): Promise<unknown[]> => {
+      const out: unknown[] = [];
+      for await (const m of c.models.list()) out.push(m);
+      return out;
+    };
+    const through = await items(anthropic);
     const r = lastRequest(h.relay);
     expect(r.url.split('?')[0]).toBe('/v1/models');
-    expectForwardedAuth(r, key);
+    expectForwardedAuth(r, key, form === 'x-api-key' ? 'x-api-key' : 'authorization');
+    // new-api answers Anthropic's list only to x-api-key with anthropic-version; the SDK's own
+    // default (Authorization) gets OpenAI's list from the relay itself, and so through sluice.
+    const direct = await items(client({ ...h, url: h.relay.url } as Harness, key, form));
+    expect(through).toEqual(direct);
+    expect(through.map((m) => (m as { id: string }).id)).toEqual([...STANDIN_MODELS]);
+    for (const m of through) {
+      if (form === 'x-api-key') expect(m).toMatchObject({ type: 'model', display_name: (m as { id: string }).id });
+      else expect(m).toMatchObject({ object: 'model', owned_by: 'custom' });
+    }
   });
 
   it('a bad key: AuthenticationError, status 401, err.error.error.code "" and type new_api_error', async () => {

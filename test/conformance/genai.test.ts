@@ -12,7 +12,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, GoogleGenAI, type HttpOptions } from '@google/genai';
 import { ManualClock, STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
 import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
-import { STANDIN_TEXT } from '../../src/demo/relay.js';
+import { STANDIN_MODELS, STANDIN_TEXT } from '../../src/demo/relay.js';
 import {
   BEIJING_NOON,
   FREE,
@@ -58,7 +58,7 @@ describe('genai SDK through sluice: calls', () => {
 
     const r = lastRequest(h.relay);
     expect(r.url).toBe(`/v1beta/models/${FREE}:generateContent`);
-    expectForwardedAuth(r, key);
+    expectForwardedAuth(r, key, 'x-goog-api-key');
     expect(bodyJson(r)['contents']).toEqual([{ role: 'user', parts: [{ text: 'hi' }] }]);
   });
 
@@ -81,8 +81,24 @@ describe('genai SDK through sluice: calls', () => {
     expect(total).toBeGreaterThan(0);
     const r = lastRequest(h.relay);
     expect(r.url).toBe(`/v1beta/models/${FREE}:streamGenerateContent?alt=sse`);
-    expectForwardedAuth(r, key);
+    expectForwardedAuth(r, key, 'x-goog-api-key');
     expect(r.closedEarly).toBe(false);
+  });
+
+  it("models.list gets the relay's Gemini list, as the SDK gets it from the relay directly, with its key header kept", async () => {
+    const names = async (c: GoogleGenAI): Promise<unknown[]> => {
+      const out: unknown[] = [];
+      for await (const m of await c.models.list()) out.push(m);
+      return out;
+    };
+    const through = await names(genai);
+    const r = lastRequest(h.relay);
+    expect(r.url.split('?')[0]).toBe('/v1beta/models');
+    expectForwardedAuth(r, key, 'x-goog-api-key');
+    expect(r.model).toBeUndefined(); // a list counts against no free tier
+    const direct = await names(new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: h.relay.url } }));
+    expect(through).toEqual(direct);
+    expect(through.map((m) => (m as { name: string }).name)).toEqual([...STANDIN_MODELS]);
   });
 
   it('a bad key: ApiError with status 401; the message is the JSON body (code "", type new_api_error)', async () => {

@@ -51,9 +51,14 @@ export async function freshKey(h: Harness, tag: string): Promise<string> {
   return (await h.createKey(`${tag}-${++users}-${process.pid}`)).key;
 }
 
-/** What the relay must see for a caller with `key`: sluice's own `Authorization`, no client key header. */
-export function expectForwardedAuth(r: RecordedRequest, key: string): void {
+/**
+ * What the relay must see for a caller with `key`: `Authorization: Bearer <key>`, and the key
+ * header the client used, if any, holding the same key (new-api chooses answer formats by it);
+ * whichever the relay reads, it authenticates `key`.
+ */
+export function expectForwardedAuth(r: RecordedRequest, key: string, used: 'authorization' | 'x-api-key' | 'x-goog-api-key' = 'authorization'): void {
   expect(r.headers['authorization']).toBe(`Bearer ${key}`);
-  expect(r.headers['x-api-key']).toBeUndefined();
-  expect(r.headers['x-goog-api-key']).toBeUndefined();
+  expect(r.headers['x-api-key']).toBe(used === 'x-api-key' ? key : undefined);
+  expect(r.headers['x-goog-api-key']).toBe(used === 'x-goog-api-key' ? key : undefined);
+  expect(r.key).toBe(key);
 }

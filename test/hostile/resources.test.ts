@@ -182,7 +182,7 @@ describe('the bodies budget', () => {
   async function stallFour(): Promise<RawConnection[]> {
     const out: RawConnection[] = [];
     for (let i = 0; i < 4; i++) {
-      const c = await openRaw(port(), `POST /v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Length: 250000\r\n\r\n`);
+      const c = await openRaw(port(), `POST /v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 250000\r\n\r\n`);
       c.write(jsonBody(250_000).subarray(0, 200_000));
       out.push(c);
       open.push(c);
@@ -330,7 +330,7 @@ describe('connections (sluice as its own process, under a low descriptor limit)'
       const deadline = Date.now() + 3_000;
       while ((await fetch(`${child.adminUrl}/readyz`)).status !== 200 && Date.now() < deadline) await sleep(50);
       expect((await fetch(`${child.adminUrl}/readyz`)).status).toBe(200);
-      const fresh = await post(child.port, '/v1/chat/completions', { authorization: `Bearer ${key}` }, Buffer.from('{"model":"gpt-4o"}'));
+      const fresh = await post(child.port, '/v1/chat/completions', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, Buffer.from('{"model":"gpt-4o"}'));
       expect(fresh.status).toBe(200);
     } finally {
       for (const c of flood) c.destroy();

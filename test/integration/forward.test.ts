@@ -284,7 +284,7 @@ describe.each(STORE_KINDS)('forwarding on the %s store', (kind) => {
 
   it('survives hostile client bytes and keeps serving', async () => {
     const hostile = [
-      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nTrailer: x-evil\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"a":\r\n0\r\nx-evil: 1\r\n\r\n`,
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTrailer: x-evil\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"a":\r\n0\r\nx-evil: 1\r\n\r\n`,
       `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Length: 100\r\n\r\n{"model":`,
       `GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`,
       'GARBAGE\r\n\r\n',

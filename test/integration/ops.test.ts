@@ -110,7 +110,7 @@ describe('metrics, logs and rate-limit fields', () => {
     await request(h.url, 'GET', '/v1/models', { headers: { authorization: 'Bearer sk-bad' } });
     h.relay.behave(() => true, { sseIntervalMs: 200, sseEvents: 5 });
     const streamDone = new Promise<void>((resolve) => {
-      const req = http.request(`${h.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': key } }, (res) => {
+      const req = http.request(`${h.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' } }, (res) => {
         res.resume();
         res.on('end', resolve);
       });
@@ -272,7 +272,7 @@ describe('draining', () => {
       h.relay.behave(() => true, { sseIntervalMs: 150, sseEvents: 6 });
       let events = 0;
       const stream = new Promise<string>((resolve) => {
-        const req = http.request(`${h.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, agent: false }, (res) => {
+        const req = http.request(`${h.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, agent: false }, (res) => {
           res.on('data', (c: Buffer) => (events += (c.toString().match(/^data:/gm) ?? []).length));
           res.on('end', () => resolve(res.complete ? 'complete' : 'cut'));
           res.on('error', () => resolve('cut'));
@@ -297,7 +297,7 @@ describe('draining', () => {
       const { key } = await h.createKey('drain2');
       h.relay.behave(() => true, { sseIntervalMs: 500, sseEvents: 100 });
       const stream = new Promise<string>((resolve) => {
-        const req = http.request(`${h.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, agent: false }, (res) => {
+        const req = http.request(`${h.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, agent: false }, (res) => {
           res.resume();
           res.on('end', () => resolve('end'));
           res.on('error', () => resolve('cut'));

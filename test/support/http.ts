@@ -9,6 +9,11 @@ export interface RawResponse {
   text: string;
 }
 
+/**
+ * Sends one request. A body goes with `content-type: application/json` unless the caller names a
+ * content-type (`undefined` sends none): the relay reads a model only from a body whose
+ * Content-Type says how to read it, as every SDK sends.
+ */
 export function request(
   baseUrl: string,
   method: string,
@@ -16,9 +21,16 @@ export function request(
   opts: { headers?: OutgoingHttpHeaders; body?: Buffer | string; agent?: http.Agent | false } = {},
 ): Promise<RawResponse> {
   const u = new URL(baseUrl);
+  const headers: OutgoingHttpHeaders = {};
+  let namesType = false;
+  for (const [name, value] of Object.entries(opts.headers ?? {})) {
+    if (name.toLowerCase() === 'content-type') namesType = true;
+    if (value !== undefined) headers[name] = value;
+  }
+  if (opts.body !== undefined && !namesType) headers['content-type'] = 'application/json';
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: u.hostname, port: u.port, method, path, headers: opts.headers, agent: opts.agent ?? false },
+      { host: u.hostname, port: u.port, method, path, headers, agent: opts.agent ?? false },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

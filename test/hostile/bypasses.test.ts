@@ -1,0 +1,214 @@
+/**
+ * Free-tier bypasses of issue #17, replayed as an attacker would against a running sluice and the
+ * relay stand-in (which reads models as new-api does): a call to a free model is counted or
+ * refused, never admitted uncounted. What a user notices is asserted: the status, the body's
+ * shape, whether the relay saw the call, the model it read, and the user's free-tier counter.
+ */
+import { describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, useHarness, type Harness } from '../support/harness.js';
+import { request } from '../support/http.js';
+import { answerJson, finalStatus, openRaw } from './raw.js';
+
+const FREE = 'vend-flash-free';
+
+let users = 0;
+
+async function freshUser(h: Harness, tag: string): Promise<{ user: string; key: string }> {
+  const user = `${tag}-${++users}-${process.pid}`;
+  return { user, key: (await h.createKey(user)).key };
+}
+
+/** The user's free-tier calls counted today (GET /admin/users/<id>/limits). */
+async function usedToday(h: Harness, user: string): Promise<number> {
+  const r = await fetch(`${h.adminUrl}/admin/users/${encodeURIComponent(user)}/limits`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  return ((await r.json()) as { freeTier: { day: { used: number } } }).freeTier.day.used;
+}
+
+/** sluice's own refusal: OpenAI-shaped, `invalid_request`, the request id at the end. */
+function expectRefusal(r: { status: number; text: string }, reason: RegExp): void {
+  expect(r.status).toBe(400);
+  const body = JSON.parse(r.text) as { error: { code: string; message: string; type: string } };
+  expect(Object.keys(body.error)).toEqual(['code', 'message', 'type']);
+  expect(body.error).toMatchObject({ code: 'invalid_request', type: 'new_api_error' });
+  expect(body.error.message).toMatch(reason);
+  expect(body.error.message).toMatch(/\(request id: \w+\)$/);
+}
+
+function multipart(boundary: string, parts: Array<[name: string, value: string]>): string {
+  return parts.map(([n, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${n}"\r\n\r\n${v}\r\n`).join('') + `--${boundary}--\r\n`;
+}
+
+describe('content-type confusion (issue #17, item 1): the model is read as the relay reads it for that Content-Type', () => {
+  const h = useHarness({ store: 'memory' });
+
+  it('refuses a form-declared body that is a JSON object naming another model (the issue reproduction), and forwards nothing', async () => {
+    const { user, key } = await freshUser(h, 'ct1');
+    const r = await request(h.url, 'POST', '/v1/embeddings', {
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: '{"a":"&model=vend-flash-free&input=hi&","model":"gpt-4o"}',
+    });
+    expectRefusal(r, /declared a form but is a JSON object/);
+    expect(h.relay.started).toBe(0);
+    expect(await usedToday(h, user)).toBe(0);
+  });
+
+  it('counts a form read through a Content-Type that merely contains the form type (the second reproduction)', async () => {
+    const { user, key } = await freshUser(h, 'ct2');
+    const r = await request(h.url, 'POST', '/v1/embeddings', {
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'text/plain; x=application/x-www-form-urlencoded' },
+      body: 'model=vend-flash-free&input=hi',
+    });
+    expect(r.status).toBe(200);
+    expect(h.relay.requests[0]!.model).toBe(FREE);
+    expect(r.headers['ratelimit']).toBeDefined();
+    expect(await usedToday(h, user)).toBe(1);
+  });
+
+  it('counts forms as Go reads them: a field spelt MODEL (struct fields match ignoring case), escapes, + and empty pairs', async () => {
+    for (const [ct, body] of [
+      ['application/x-www-form-urlencoded', 'MODEL=vend-flash-free&input=hi'],
+      ['application/x-www-form-urlencoded', 'model=vend%2Dflash%2Dfre%65&input=hi'],
+      ['application/x-www-form-urlencoded; charset=utf-8', '&&input=hi+there&model=vend-flash-free&'],
+    ] as const) {
+      const { user, key } = await freshUser(h, 'ct3');
+      h.relay.reset();
+      const r = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}`, 'content-type': ct }, body });
+      expect({ body, status: r.status, relayRead: h.relay.requests[0]?.model, counted: await usedToday(h, user) }).toEqual({ body, status: 200, relayRead: FREE, counted: 1 });
+    }
+  });
+
+  it('refuses a form the relay would read two ways or refuse (a repeated model, a ; separator), and forwards nothing', async () => {
+    const { user, key } = await freshUser(h, 'ct4');
+    for (const body of ['model=gpt-4o&model=vend-flash-free', 'model=gpt-4o&Model=vend-flash-free', 'input=hi;model=vend-flash-free']) {
+      const r = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}`, 'content-type': 'application/x-www-form-urlencoded' }, body });
+      expectRefusal(r, /form/);
+    }
+    expect(h.relay.started).toBe(0);
+    expect(await usedToday(h, user)).toBe(0);
+  });
+
+  it('refuses a form or JSON Content-Type the relay misses only by letter case', async () => {
+    const { key } = await freshUser(h, 'ct5');
+    for (const [ct, body] of [
+      ['Application/X-WWW-Form-Urlencoded', 'model=vend-flash-free'],
+      ['APPLICATION/JSON', '{"model":"vend-flash-free"}'],
+    ] as const) {
+      const r = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}`, 'content-type': ct }, body });
+      expectRefusal(r, /letter case/);
+    }
+    expect(h.relay.started).toBe(0);
+  });
+
+  it('counts exactly what the relay read, whatever the Content-Type (JSON, form, multipart, none)', async () => {
+    const cases: Array<[path: string, ct: string | undefined, body: string]> = [
+      ['/v1/chat/completions', 'application/json', '{"model":"vend-flash-free","messages":[]}'],
+      ['/v1/chat/completions', 'application/json; charset=utf-8', '{"model":"vend-flash","messages":[]}'],
+      ['/v1/chat/completions', 'text/plain', '{"model":"vend-flash-free"}'], // the relay reads no model: 400, nothing served
+      ['/v1/chat/completions', undefined, '{"model":"vend-flash-free"}'],
+      ['/v1/chat/completions', 'application/json; x=multipart/form-data', '{"model":"vend-flash-free"}'], // the generic read skips it
+      ['/v1/responses', 'application/x-www-form-urlencoded', 'model=vend-flash-free&input=hi'],
+      ['/v1/videos', 'multipart/form-data; boundary=XyZ', multipart('XyZ', [['prompt', 'a cat'], ['model', FREE]])],
+      ['/pg/chat/completions', 'multipart/form-data; boundary=q', multipart('q', [['model', FREE]])],
+      ['/pg/chat/completions', 'multipart/form-data', '{"model":"vend-flash-free"}'], // no boundary: new-api reads it as JSON
+      ['/v1/audio/transcriptions', 'multipart/form-data; boundary=a', multipart('a', [['model', FREE]])],
+    ];
+    for (const [path, ct, body] of cases) {
+      const { user, key } = await freshUser(h, 'ct6');
+      h.relay.reset();
+      const headers: Record<string, string | undefined> = { authorization: `Bearer ${key}`, 'content-type': ct };
+      const r = await request(h.url, 'POST', path, { headers, body });
+      const seen = h.relay.requests[0];
+      const relayRead = seen?.model;
+      const counted = await usedToday(h, user);
+      expect({ path, ct, counted, free: relayRead === FREE, status: r.status }).toEqual({
+        path,
+        ct,
+        counted: relayRead === FREE ? 1 : 0,
+        free: relayRead === FREE,
+        status: seen?.modelError !== undefined ? 400 : 200,
+      });
+    }
+  });
+});
+
+describe('model routes outside /v1 and /v1beta (issue #17, item 2): every route where the relay reads a model counts', () => {
+  const h = useHarness({ store: 'memory' });
+
+  const routes: Array<[label: string, method: string, path: string, ct: string | undefined, body: string | undefined, model: string]> = [
+    ['the playground', 'POST', '/pg/chat/completions', 'application/json', '{"model":"vend-flash-free","messages":[]}', FREE],
+    ['legacy engine embeddings (the body wins over the path)', 'POST', '/v1/engines/text-embedding-3-small/embeddings', 'application/json', '{"model":"vend-flash-free","input":"x"}', FREE],
+    ['realtime (?model=)', 'GET', '/v1/realtime?model=vend-flash-free', undefined, undefined, FREE],
+    ['a Gemini path the distributor reads as a video task', 'POST', '/v1beta/models/gemini-pro/v1/videos', 'application/json', '{"model":"vend-flash-free"}', FREE],
+    ['video generations, multipart with an unquoted field name (Go reads it)', 'POST', '/v1/video/generations', 'multipart/form-data; boundary=vg', '--vg\r\nContent-Disposition: form-data; name=model\r\n\r\nvend-flash-free\r\n--vg--\r\n', FREE],
+    ['Kling', 'POST', '/kling/v1/videos/text2video', 'application/json', '{"model":"kling-free","prompt":"x"}', 'kling-free'],
+    ['Jimeng', 'POST', '/jimeng/?Action=CVSync2AsyncSubmitTask&Version=2022-08-31', 'application/json', '{"req_key":"jimeng-free","model":"jimeng-free"}', 'jimeng-free'],
+    ['Suno (suno_ and the action)', 'POST', '/suno/submit/song-free', 'application/json', '{"prompt":"x"}', 'suno_song-free'],
+    ['Midjourney change (mj_ and the body action)', 'POST', '/mj/submit/change', 'application/json', '{"action":"VARY-FREE","taskId":"1"}', 'mj_vary-free'],
+    ['Midjourney under a mode prefix', 'POST', '/relax/mj/submit/simple-change', 'application/json', '{"action":"x-free"}', 'mj_x-free'],
+  ];
+
+  it.each(routes)('%s: %s %s', async (_label, method, path, ct, body, model) => {
+    const { user, key } = await freshUser(h, 'rt');
+    const headers: Record<string, string | undefined> = { authorization: `Bearer ${key}`, 'content-type': ct };
+    const r = await request(h.url, method, path, body === undefined ? { headers } : { headers, body });
+    expect(r.status).toBe(200);
+    expect(h.relay.requests[0]!.model).toBe(model);
+    expect(r.headers['ratelimit-policy']).toBeDefined();
+    expect(await usedToday(h, user)).toBe(1);
+  });
+
+  it('the playground refuses once the free tier is spent, like /v1/chat/completions', async () => {
+    const { key } = await freshUser(h, 'pg');
+    const call = () =>
+      request(h.url, 'POST', '/pg/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash-free","messages":[]}' });
+    for (let i = 0; i < 20; i++) expect((await call()).status).toBe(200);
+    const refused = await call();
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.text)).toMatchObject({ error: { code: 'free_tier_rate_limited' } });
+    expect(h.relay.requests).toHaveLength(20);
+  });
+});
+
+describe('dot segments (issue #17, item 3): refused, never matched as one path and forwarded as another', () => {
+  const h = useHarness({ store: 'memory', file: { ipLimits: [{ name: 'usage-query', paths: ['/api/log/token'], limit: 1, windowSeconds: 1200 }] } });
+
+  it.each([
+    ['GET', '/x/../api/log/token'],
+    ['GET', '/api/log/./token'],
+    ['GET', '/x/%2e%2e/api/log/token'],
+    ['GET', '/x/.%2E/api/log/token'],
+    ['GET', '/api/log/%2E/token'],
+    ['GET', '/x/%2e%2e%2fapi/log/token'],
+    ['GET', '/x/..;/api/log/token'],
+    ['GET', '/x/%5C..%5Capi/log/token'],
+    ['POST', '/x/../v1/chat/completions'],
+    ['POST', '/v1/x/%2E%2E/chat/completions'],
+  ])('%s %s: 400 in the JSON shape, nothing forwarded, no counter moved', async (method, path) => {
+    const { user, key } = await freshUser(h, 'dot');
+    const body = method === 'POST' ? '{"model":"vend-flash-free","messages":[]}' : '';
+    const head = `${method} ${path} HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer ${key}\r\n${body ? `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n` : ''}\r\n`;
+    // fetch and URL parsers would resolve the dot segments before sending: the bytes go out as written.
+    const c = await openRaw(Number(new URL(h.url).port), head + body);
+    const text = await c.waitFor(/\r\n\r\n\{.*\}$/s, 3_000); // sluice closes the connection after this 400
+    c.destroy();
+    expect(finalStatus(text)).toBe(400);
+    const err = answerJson(text);
+    expect(err.error.code).toBe('invalid_request');
+    expect(err.error.message).toMatch(/'\.' or '\.\.' segment/);
+    expect(h.relay.started).toBe(0);
+    expect(await usedToday(h, user)).toBe(0);
+  });
+
+  it('leaves the per-IP budget of the path they would reach to the calls that really reach it', async () => {
+    const { key } = await freshUser(h, 'dot2');
+    const status = async (path: string): Promise<number> => {
+      const c = await openRaw(Number(new URL(h.url).port), `GET ${path} HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer ${key}\r\nX-Forwarded-For: 198.51.100.77\r\n\r\n`);
+      const text = await c.waitFor(/HTTP\/1\.1 \d{3}/, 3_000);
+      c.destroy();
+      return finalStatus(text);
+    };
+    expect(await status('/x/../api/log/token')).toBe(400);
+    expect(await status('/api/log/token')).toBe(200);
+    expect(await status('/api/log/token')).toBe(429);
+  });
+});
