@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hashKey, validImportedKey } from './keys.js';
+import { generateKey, hashKey, validImportedKey } from './keys.js';
 
 describe('validImportedKey', () => {
   it('accepts a key with or without its one optional sk-', () => {
@@ -18,5 +18,22 @@ describe('validImportedKey', () => {
     expect(validImportedKey('sk-short')).toMatch(/at least 16/);
     expect(validImportedKey('x'.repeat(257))).toMatch(/at most 256/);
     expect(validImportedKey('abcdefghijklmnop 0123')).toMatch(/visible ASCII/);
+  });
+});
+
+describe('generateKey', () => {
+  it('makes sk- and 48 characters of the console alphabet, never a "-" the relay would cut at, never twice the same', () => {
+    const seen = new Set<string>();
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 2000; i++) {
+      const k = generateKey();
+      expect(k).toMatch(/^sk-[0-9A-Za-z]{48}$/);
+      seen.add(k);
+      for (const c of k.slice(3)) counts.set(c, (counts.get(c) ?? 0) + 1);
+    }
+    expect(seen.size).toBe(2000);
+    // Every one of the 62 characters is used, none far more than its share (96,000 / 62 ≈ 1548).
+    expect(counts.size).toBe(62);
+    for (const n of counts.values()) expect(n).toBeLessThan(1900);
   });
 });

@@ -25,9 +25,22 @@ export function sameHash(a: string, b: string): boolean {
   return x.length === y.length && x.length > 0 && timingSafeEqual(x, y);
 }
 
-/** A new key in wire form: `sk-` and 48 URL-safe random characters (288 bits). */
+const KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/**
+ * A new key in wire form: `sk-` and 48 characters of [0-9A-Za-z] (285 bits), the relay console's
+ * own alphabet. No `-`: the relay reads `sk-<key>-<n>` as a request for channel `n` and looks up
+ * only the part before it, so a key holding `-` would reach the relay as a different key.
+ */
 export function generateKey(): string {
-  return KEY_PREFIX + randomBytes(36).toString('base64url');
+  // Rejection sampling: bytes from 248 on are dropped, so each character is uniform.
+  let out = KEY_PREFIX;
+  while (out.length < KEY_PREFIX.length + 48) {
+    for (const b of randomBytes(64)) {
+      if (b < 248 && out.length < KEY_PREFIX.length + 48) out += KEY_ALPHABET[b % 62];
+    }
+  }
+  return out;
 }
 
 export function newKeyId(): string {
