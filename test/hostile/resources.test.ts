@@ -60,7 +60,7 @@ function podMemoryLimit(): number {
   return Number(m[1]) * (m[2] === 'Gi' ? 1024 * MiB : MiB);
 }
 
-/** README Sizing: what one open stream costs (client and relay sockets, Node's HTTP objects). */
+/** docs/operations.md, Sizing: what one open stream costs (client and relay sockets, Node's HTTP objects). */
 const STREAM_BYTES = 25 * 1024;
 
 describe('memory: request bodies in flight (sluice as its own process)', () => {
@@ -114,7 +114,7 @@ describe('memory: request bodies in flight (sluice as its own process)', () => {
     const stalled = await Promise.all(stalledOpen);
 
     // Memory: the peak (VmHWM) must leave room under the Pod limit for the default connection cap
-    // of open streams (README Sizing).
+    // of open streams (docs/operations.md, Sizing).
     const { peak } = child.memory();
     const room = limit - DEFAULTS.maxConnections * STREAM_BYTES;
     console.info(`[hostile memory] idle ${(idle / MiB).toFixed(1)} MiB, peak ${(peak / MiB).toFixed(1)} MiB, limit ${limit / MiB} MiB, room for bodies ${(room / MiB).toFixed(0)} MiB`);
