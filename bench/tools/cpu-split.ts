@@ -1,13 +1,12 @@
 /**
  * Where a request's CPU goes, per process: user and system time per request (all threads), and
  * how often per request each process's main thread, the one that serves, went to sleep (voluntary
- * context switches) or was preempted, for bare http-proxy and sluice (paid path, Redis store) and
+ * context switches) or was preempted, for bare http-proxy and sluice (paid and free paths, Redis store) and
  * for the relay behind each, from /proc/<pid>/stat and /proc/<pid>/status. Alternating
  * rounds of closed-loop wrk load (32 connections, one wrk thread).
  *   [BENCH_RELAY=minimal] npx tsx bench/tools/cpu-split.ts [rounds=6] [seconds=5]
  */
-import { readFileSync } from 'node:fs';
-import { cpuTimes, type Server } from '../lib/proc.js';
+import { threadSample as sample, type ThreadSample as Sample, type Server } from '../lib/proc.js';
 import { benchSession } from '../lib/session.js';
 import { wrk } from '../lib/wrk.js';
 
@@ -15,19 +14,6 @@ const rounds = Number(process.argv[2] ?? 6);
 const seconds = Number(process.argv[3] ?? 5);
 const paidBody = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
 const freeBody = JSON.stringify({ model: 'vend-flash-free', messages: [{ role: 'user', content: 'Say hello.' }] });
-interface Sample {
-  user: number;
-  sys: number;
-  sleeps: number;
-  preempted: number;
-}
-
-function sample(pid: number): Sample {
-  // The status file of the process is its main thread's: the context switches are that thread's.
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const field = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
-  return { ...cpuTimes(pid), sleeps: field('voluntary_ctxt_switches'), preempted: field('nonvoluntary_ctxt_switches') };
-}
 
 function perRequest(a: Sample, b: Sample, n: number): string {
   return (
