@@ -128,7 +128,7 @@ async function compressed(gz: Buffer): Promise<{ totalMs: number; longestBlockMs
   };
   setImmediate(tick);
   const t = performance.now();
-  const m = await requestedModel('POST', '/v1/chat/completions', { 'content-encoding': 'gzip' }, gz, 32 * 1024 * 1024);
+  const m = await requestedModel('POST', '/v1/chat/completions', { 'content-type': 'application/json', 'content-encoding': 'gzip' }, gz, 32 * 1024 * 1024);
   const totalMs = performance.now() - t;
   ticking = false;
   if (!m.ok || m.model !== 'vend-flash-free') throw new Error(`compressed read failed: ${JSON.stringify(m)}`);

@@ -186,6 +186,35 @@ export function memoryMb(pid: number): { rss: number; hwm: number } {
   }
 }
 
+/**
+ * A process's CPU time (all threads, seconds) and how often its main thread, the one that serves,
+ * went to sleep (voluntary context switches: its wake-ups) or was preempted.
+ */
+export interface ThreadSample {
+  user: number;
+  sys: number;
+  sleeps: number;
+  preempted: number;
+}
+
+export function threadSample(pid: number): ThreadSample {
+  // The status file of the process is its main thread's: the context switches are that thread's.
+  let status = '';
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    // gone: zeros
+  }
+  const field = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+  return { ...cpuTimes(pid), sleeps: field('voluntary_ctxt_switches'), preempted: field('nonvoluntary_ctxt_switches') };
+}
+
+/** Per request between two samples: CPU µs (user + system) and wake-ups of the main thread. */
+export function perRequest(a: ThreadSample, b: ThreadSample, requests: number): { cpuUs: number; wakeups: number } {
+  const n = Math.max(1, requests);
+  return { cpuUs: ((b.user - a.user + b.sys - a.sys) / n) * 1e6, wakeups: (b.sleeps - a.sleeps) / n };
+}
+
 export interface Usage {
   /** CPU time over wall time, in % of one core. */
   cpuPct: number;

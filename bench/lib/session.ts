@@ -13,12 +13,23 @@ export interface BenchSession {
   start(name: string, script: string, opts?: StartOptions): Promise<Server>;
 }
 
-export async function benchSession(run: (s: BenchSession) => Promise<void>): Promise<void> {
+/** The relay profiles: the stand-in (relay.ts) or the minimal relay (minimal.ts). */
+export type RelayProfile = 'standin' | 'minimal';
+export const RELAY_SCRIPTS: Record<RelayProfile, string> = { standin: 'relay.ts', minimal: 'minimal.ts' };
+
+/** BENCH_RELAY=minimal runs the small tools against the minimal relay instead of the stand-in. */
+export function relayProfileFromEnv(): RelayProfile {
+  const p = process.env.BENCH_RELAY ?? 'standin';
+  if (p !== 'standin' && p !== 'minimal') throw new Error(`BENCH_RELAY must be standin or minimal, not ${p}`);
+  return p;
+}
+
+export async function benchSession(run: (s: BenchSession) => Promise<void>, relayProfile: RelayProfile = relayProfileFromEnv()): Promise<void> {
   await compile();
   const redis = await spawnRedis();
   const servers: Server[] = [];
   try {
-    const relay = await startNodeServer('relay', 'relay.ts');
+    const relay = await startNodeServer('relay', RELAY_SCRIPTS[relayProfile]);
     servers.push(relay);
     const upstream = `http://127.0.0.1:${relay.info.port as number}`;
     await run({

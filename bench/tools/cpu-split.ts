@@ -1,32 +1,19 @@
 /**
  * Where a request's CPU goes, per process: user and system time per request (all threads), and
  * how often per request each process's main thread, the one that serves, went to sleep (voluntary
- * context switches) or was preempted, for bare http-proxy and sluice (paid path, Redis store) and
- * for the relay stand-in behind each, from /proc/<pid>/stat and /proc/<pid>/status. Alternating
- * rounds of closed-loop wrk load (32 connections).
- *   npx tsx bench/tools/cpu-split.ts [rounds=6] [seconds=5]
+ * context switches) or was preempted, for bare http-proxy and sluice (paid and free paths, Redis store) and
+ * for the relay behind each, from /proc/<pid>/stat and /proc/<pid>/status. Alternating
+ * rounds of closed-loop wrk load (32 connections, one wrk thread).
+ *   [BENCH_RELAY=minimal] npx tsx bench/tools/cpu-split.ts [rounds=6] [seconds=5]
  */
-import { readFileSync } from 'node:fs';
-import { cpuTimes, type Server } from '../lib/proc.js';
+import { threadSample as sample, type ThreadSample as Sample, type Server } from '../lib/proc.js';
 import { benchSession } from '../lib/session.js';
 import { wrk } from '../lib/wrk.js';
 
 const rounds = Number(process.argv[2] ?? 6);
 const seconds = Number(process.argv[3] ?? 5);
-const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
-interface Sample {
-  user: number;
-  sys: number;
-  sleeps: number;
-  preempted: number;
-}
-
-function sample(pid: number): Sample {
-  // The status file of the process is its main thread's: the context switches are that thread's.
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const field = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
-  return { ...cpuTimes(pid), sleeps: field('voluntary_ctxt_switches'), preempted: field('nonvoluntary_ctxt_switches') };
-}
+const paidBody = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
+const freeBody = JSON.stringify({ model: 'vend-flash-free', messages: [{ role: 'user', content: 'Say hello.' }] });
 
 function perRequest(a: Sample, b: Sample, n: number): string {
   return (
@@ -38,12 +25,14 @@ function perRequest(a: Sample, b: Sample, n: number): string {
 await benchSession(async ({ redis, start, servers }) => {
   const env = { BENCH_REDIS_URL: redis.url };
   const relay = servers[0]!;
-  const vs: Array<{ id: string; s: Server }> = [
-    { id: 'bare', s: await start('bare', 'bare.ts', { env }) },
-    { id: 'sluice', s: await start('sluice', 'sluice.ts', { env }) },
+  const sluice = await start('sluice', 'sluice.ts', { env });
+  const vs: Array<{ id: string; s: Server; body: string }> = [
+    { id: 'bare', s: await start('bare', 'bare.ts', { env }), body: paidBody },
+    { id: 'paid', s: sluice, body: paidBody },
+    { id: 'free', s: sluice, body: freeBody },
   ];
-  const go = (v: { s: Server }, secs: number) =>
-    wrk({ url: `http://127.0.0.1:${v.s.info.port as number}/v1/chat/completions`, connections: 32, seconds: secs, body, keys: (v.s.info.keys as string[] | undefined) ?? ['sk-x'] });
+  const go = (v: { s: Server; body: string }, secs: number) =>
+    wrk({ url: `http://127.0.0.1:${v.s.info.port as number}/v1/chat/completions`, connections: 32, seconds: secs, body: v.body, keys: (v.s.info.keys as string[] | undefined) ?? ['sk-x'] });
   for (const v of vs) await go(v, 3);
   for (let r = 0; r < rounds; r++) {
     for (const v of vs.map((_, i) => vs[(i + r) % vs.length]!)) {

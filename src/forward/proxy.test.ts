@@ -123,3 +123,48 @@ describe('Forwarder: the body\'s share of the budget', () => {
     expect((await pending).text).toBe('done');
   });
 });
+
+describe('Forwarder: requests leave at the end of the event-loop turn', () => {
+  it('sends nothing to the relay for a client that left before its turn ended, and gives its body\'s budget back', async () => {
+    const budget = new BodyBudget(1 << 20);
+    let relayRequests = 0;
+    const relayPort = await listen((req, res) => {
+      relayRequests++;
+      res.end('ok');
+    });
+    const forwarder = new Forwarder({ upstream: new URL(`http://127.0.0.1:${relayPort}`) });
+    closers.push(() => forwarder.close());
+    const results: ForwardResult[] = [];
+    let forwarded = 0;
+    const port = await listen((req, res) => {
+      const body = Buffer.from('{"model":"gpt-4o-mini"}');
+      req.headers['content-length'] = String(body.length);
+      const lease = leaseOf({ body, budget });
+      forwarder.forward({ req, res, body, lease, requestId: `req-${++forwarded}`, done: (r) => results.push(r) });
+      // The first client's connection dies in the same turn its request was forwarded.
+      if (forwarded === 1) res.destroy();
+    });
+    await expect(get(port, '/v1/chat/completions')).rejects.toThrow();
+    const second = await get(port, '/v1/chat/completions');
+    expect(second).toMatchObject({ status: 200, text: 'ok' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(relayRequests).toBe(1);
+    expect(budget.used).toBe(0);
+    expect(results.map((r) => r.outcome)).toEqual(['client-aborted', 'completed']);
+  });
+
+  it('sends every request of a turn, however many are forwarded in it, each answered with its own reply', async () => {
+    const seen: string[] = [];
+    const relayPort = await listen((req, res) => {
+      seen.push(req.url!);
+      res.end(req.url);
+    });
+    const forwarder = new Forwarder({ upstream: new URL(`http://127.0.0.1:${relayPort}`) });
+    closers.push(() => forwarder.close());
+    const port = await front(forwarder, []);
+    const paths = Array.from({ length: 20 }, (_, i) => `/v1/models/m${i}`);
+    const answers = await Promise.all(paths.map((p) => get(port, p)));
+    expect(answers.map((a) => a.text)).toEqual(paths);
+    expect(seen).toHaveLength(20);
+  });
+});
