@@ -5,10 +5,10 @@
  * fixed connections) or from bench/lib/rate-client.ts (open loop, fixed rate), each in its own
  * process. Variants alternate round by round so machine drift hits all alike.
  *
- *   npm run bench                  full run (~4 minutes)
+ *   npm run bench                  full run (~8 minutes)
  *   BENCH_QUICK=1 npm run bench    smoke run (~1 minute)
  *
- * Prints a table and writes bench/RESULTS.md (and bench/results.json). See docs/bench.md.
+ * Prints a table and writes bench/RESULTS.md (and bench/results.json). See docs/performance.md.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem, release } from 'node:os';
