@@ -26,7 +26,7 @@ export interface ChunkObserver {
 
 /**
  * From this declared length on, the body is moved into one buffer of that length as it arrives:
- * joining 20 MB of chunks at the end would hold the event loop for about 10 ms.
+ * joining many megabytes of chunks at the end would hold the event loop for the whole copy.
  */
 const PREALLOCATE_FROM = 256 * 1024;
 const EMPTY = Buffer.alloc(0);
