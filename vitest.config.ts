@@ -8,7 +8,7 @@ const workers = Math.max(2, Math.min(4, availableParallelism()));
 
 export default defineConfig({
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'demo/**/*.test.ts'],
     globalSetup: ['test/setup/redis.ts', 'test/setup/databases.ts'],
     testTimeout: 20_000,
     hookTimeout: 30_000,

@@ -95,6 +95,6 @@ describe('readBody with a lease', () => {
 
   it('is never refused for the size limit and the budget both: the size limit is judged first', async () => {
     const budget = new BodyBudget(10);
-    expect(await readBody(request([], { 'content-length': '1000' }), 100, null, budget.lease())).toEqual({ ok: false, reason: 'too-large' });
+    expect(await readBody(request([], { 'content-length': '1000' }), 100, null, budget.lease())).toEqual({ ok: false, reason: 'too_large' });
   });
 });

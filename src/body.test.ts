@@ -43,8 +43,8 @@ describe('readBody', () => {
   });
 
   it('refuses a body over the limit, declared or streamed', async () => {
-    expect(await readBody(fakeRequest([], { 'content-length': '11' }), 10)).toEqual({ ok: false, reason: 'too-large' });
-    expect(await readBody(fakeRequest([Buffer.alloc(6), Buffer.alloc(6)]), 10)).toEqual({ ok: false, reason: 'too-large' });
+    expect(await readBody(fakeRequest([], { 'content-length': '11' }), 10)).toEqual({ ok: false, reason: 'too_large' });
+    expect(await readBody(fakeRequest([Buffer.alloc(6), Buffer.alloc(6)]), 10)).toEqual({ ok: false, reason: 'too_large' });
   });
 
   it('reassembles large declared bodies exactly, however they are split (moved into one buffer half-way)', async () => {
@@ -71,7 +71,7 @@ describe('readBody', () => {
     req.headers = { 'content-length': '10' };
     (req as unknown as Readable).destroy();
     await new Promise((resolve) => setImmediate(resolve)); // its 'close' is over
-    expect(await readBody(req, 100)).toEqual({ ok: false, reason: 'aborted' });
+    expect(await readBody(req, 100)).toEqual({ ok: false, reason: 'client_aborted' });
   });
 
   it('does not reserve the declared length before the bytes arrive', async () => {
@@ -85,7 +85,7 @@ describe('readBody', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(4 * 1024 * 1024);
     (req as unknown as Readable).destroy();
-    expect(await pending).toEqual({ ok: false, reason: 'aborted' });
+    expect(await pending).toEqual({ ok: false, reason: 'client_aborted' });
   });
 
   it('lets go of the body and of its observer once read (a stream holds its request for minutes)', async () => {

@@ -5,14 +5,19 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { BodyLease } from './body-budget.js';
+import type { Outcome } from './outcome.js';
+
+/** Why a body was not read, in the request path's own vocabulary (src/outcome.ts). */
+export type BodyRefusal = Extract<Outcome, 'too_large' | 'busy' | 'client_aborted'>;
 
 export type BodyResult =
   | { ok: true; body: Buffer }
-  | { ok: false; reason: 'too-large' }
-  /** The bytes would take the bodies in flight past their budget (src/body-budget.ts). */
-  | { ok: false; reason: 'busy' }
-  /** The client went away or sent a broken body; there is nobody to answer. */
-  | { ok: false; reason: 'aborted' };
+  /**
+   * too_large: past `maxBytes`. busy: the bytes would take the bodies in flight past their budget
+   * (src/body-budget.ts). client_aborted: the client went away or sent a broken body; there is
+   * nobody to answer.
+   */
+  | { ok: false; reason: BodyRefusal };
 
 /** Sees each chunk of a body as it arrives (the model prepass). */
 export interface ChunkObserver {
@@ -21,7 +26,7 @@ export interface ChunkObserver {
 
 /**
  * From this declared length on, the body is moved into one buffer of that length as it arrives:
- * joining 20 MB of chunks at the end would hold the event loop for about 10 ms.
+ * joining many megabytes of chunks at the end would hold the event loop for the whole copy.
  */
 const PREALLOCATE_FROM = 256 * 1024;
 const EMPTY = Buffer.alloc(0);
@@ -140,10 +145,10 @@ export function declaredLength(req: IncomingMessage): number {
  */
 export function readBody(req: IncomingMessage, maxBytes: number, observer?: ChunkObserver | null, lease?: BodyLease | null): Promise<BodyResult> {
   const expected = declaredLength(req);
-  if (expected > maxBytes) return Promise.resolve({ ok: false, reason: 'too-large' });
+  if (expected > maxBytes) return Promise.resolve({ ok: false, reason: 'too_large' });
   if (lease && expected > 0 && !lease.fits(expected)) return Promise.resolve({ ok: false, reason: 'busy' });
   // Gone while an earlier step awaited: its 'close' has passed, so no listener below would ever hear it.
-  if (req.destroyed && !req.complete) return Promise.resolve({ ok: false, reason: 'aborted' });
+  if (req.destroyed && !req.complete) return Promise.resolve({ ok: false, reason: 'client_aborted' });
   // Outside the closures below, so that `observer` itself is not kept by them.
   let feed = observer ?? null;
   return new Promise((resolve) => {
@@ -167,7 +172,7 @@ export function readBody(req: IncomingMessage, maxBytes: number, observer?: Chun
       if (acc.size + c.length > maxBytes) {
         // Stop buffering; the caller answers 413 and closes the connection.
         req.pause();
-        finish({ ok: false, reason: 'too-large' });
+        finish({ ok: false, reason: 'too_large' });
         return;
       }
       if (!acc.add(c)) {
@@ -180,9 +185,9 @@ export function readBody(req: IncomingMessage, maxBytes: number, observer?: Chun
     const onEnd = (): void => {
       if (acc !== null) finish({ ok: true, body: acc.take() });
     };
-    const onError = (): void => finish({ ok: false, reason: 'aborted' });
+    const onError = (): void => finish({ ok: false, reason: 'client_aborted' });
     const onClose = (): void => {
-      if (!req.complete) finish({ ok: false, reason: 'aborted' });
+      if (!req.complete) finish({ ok: false, reason: 'client_aborted' });
     };
     req.on('data', onData);
     req.on('end', onEnd);

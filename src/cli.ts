@@ -5,10 +5,10 @@
  * lives inside that process.
  */
 import { parseArgs } from 'node:util';
-import { KeyService, KeyServiceError } from './admin/keys.js';
+import { KeyService } from './admin/keys.js';
 import { systemClock } from './clock.js';
 import { buildConfig, loadConfig, publicConfig, readConfigFile } from './config.js';
-import { ConfigError } from './errors.js';
+import { AdminError, ConfigError } from './errors.js';
 import { RedisStore, redisStoreOptions } from './store/redis.js';
 
 const USAGE = `usage: sluice <command>
@@ -109,7 +109,7 @@ async function keys(args: string[]): Promise<void> {
       fail(USAGE);
     }
   } catch (err) {
-    if (err instanceof KeyServiceError) fail(err.message, 1);
+    if (err instanceof AdminError) fail(err.message, 1);
     throw err;
   } finally {
     await ops.close();

@@ -16,12 +16,13 @@ import { resolveClientIp } from './client-ip.js';
 import type { Clock } from './clock.js';
 import { BodyBudgetExceededError, Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './errors.js';
 import { prepareRequestHeaders } from './forward/headers.js';
-import { OWN_STATUS, type ForwardOutcome, type ForwardResult, type Forwarder } from './forward/proxy.js';
-import type { Metrics, RouteFamily } from './metrics/index.js';
+import { OWN_STATUS, type ForwardResult, type Forwarder } from './forward/proxy.js';
+import type { Metrics } from './metrics/index.js';
 import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.js';
+import type { Outcome } from './outcome.js';
 import type { Policy } from './policy.js';
 import { newRequestId } from './request-id.js';
-import { routeOf } from './routes.js';
+import { routeOf, type RouteFamily } from './routes.js';
 import { invalidTargetReason, parseTarget } from './target.js';
 
 export interface GatewayDeps {
@@ -38,26 +39,6 @@ export interface GatewayDeps {
   budget: BodyBudget;
 }
 
-type Outcome =
-  | 'admitted'
-  | 'unauthorized'
-  | 'ip_limited'
-  | 'free_tier_minute'
-  | 'free_tier_day'
-  | 'free_tier_upstream'
-  | 'relay_ip_limited'
-  | 'too_large'
-  | 'bad_request'
-  | 'busy'
-  | 'request_timeout'
-  | 'store_unavailable'
-  | 'upstream_error'
-  | 'upstream_timeout'
-  | 'out_of_sockets'
-  | 'upstream_aborted'
-  | 'client_aborted'
-  | 'internal_error';
-
 /** What one request did; logged as one line (the access record) and counted once. */
 interface Trace extends AccessRecord {
   family: RouteFamily;
@@ -70,16 +51,6 @@ interface Trace extends AccessRecord {
   /** What its body holds of the bodies' budget; released when the response closes, if not before. */
   lease: BodyLease | null;
 }
-
-/** What a forwarded call that ran its course was, for the log and the counters. */
-const DECISION_OF: Record<Exclude<ForwardOutcome, 'intercepted'>, Outcome> = {
-  completed: 'admitted',
-  'client-aborted': 'client_aborted',
-  'upstream-aborted': 'upstream_aborted',
-  'upstream-error': 'upstream_error',
-  'upstream-timeout': 'upstream_timeout',
-  'out-of-sockets': 'out_of_sockets',
-};
 
 type Intercept = (upstream: IncomingMessage) => boolean;
 
@@ -284,10 +255,10 @@ export function createGateway(d: GatewayDeps): Gateway {
       prepass = modelPrepass(t.method, target.path, req.headers, route);
       const r = await readBody(req, max, prepass, lease);
       if (!r.ok) {
-        if (r.reason === 'too-large') return reject(res, t, 'too_large', Errors.BODY_TOO_LARGE, { params: { limit: max } });
+        if (r.reason === 'too_large') return reject(res, t, 'too_large', Errors.BODY_TOO_LARGE, { params: { limit: max } });
         if (r.reason === 'busy') return rejectBusy(res, t, req);
         if (t.logged) return; // answered 408 when the request timeout cut it
-        t.decision = 'client_aborted';
+        t.decision = r.reason;
         res.destroy();
         return done(t);
       }
@@ -371,10 +342,10 @@ export function createGateway(d: GatewayDeps): Gateway {
         if (r.upstreamMs !== null) metrics.observeRelay(t.family, r.upstreamMs / 1000);
         if (r.outcome === 'intercepted') return done(t);
         t.status = r.status ?? OWN_STATUS[r.outcome];
-        t.decision = DECISION_OF[r.outcome];
-        if (r.outcome === 'out-of-sockets') log.error({ reqId: t.id, err: r.error?.message }, 'sluice is out of sockets: no descriptor left to open a relay connection (see server.maxConnections)');
-        else if (r.outcome === 'upstream-timeout') log.warn({ reqId: t.id, seconds: d.policy().config.upstream.headersTimeoutSeconds }, 'relay did not answer in time; its request was aborted');
-        else if (r.error && r.outcome !== 'client-aborted') log.warn({ reqId: t.id, err: r.error.message }, 'relay request failed');
+        t.decision = r.outcome;
+        if (r.outcome === 'out_of_sockets') log.error({ reqId: t.id, err: r.error?.message }, 'sluice is out of sockets: no descriptor left to open a relay connection (see server.maxConnections)');
+        else if (r.outcome === 'upstream_timeout') log.warn({ reqId: t.id, seconds: d.policy().config.upstream.headersTimeoutSeconds }, 'relay did not answer in time; its request was aborted');
+        else if (r.error && r.outcome !== 'client_aborted') log.warn({ reqId: t.id, err: r.error.message }, 'relay request failed');
         done(t);
       },
     });

@@ -1,14 +1,13 @@
 /**
  * Gives memory back once traffic has come and gone. sluice runs with V8's memory reducer off
  * (src/node-flags.ts): a full collection before the request path has served a few hundred
- * requests leaves the process about 10 % slower for good, and the reducer runs one in every fresh,
- * idle process. Without it, what a burst took stays in use while the process idles (209 MB of RSS
- * after 5,000 streams closed). A full collection after traffic is harmless (after 200 requests:
- * 57.3 µs per request against 57.8 with none; after 20: 64.3), so this runs one when the process
- * has served enough requests and then gone quiet, with nothing in flight.
+ * requests leaves the process slower for good, and the reducer runs one in every fresh, idle
+ * process. Without it, what a burst took stays in use while the process idles. A full collection
+ * after traffic is harmless, so this runs one when the process has served enough requests and
+ * then gone quiet, with nothing in flight. docs/performance.md has the measurements.
  */
 
-/** Calls forwarded before a collection is allowed: five times what measured harmless. */
+/** Calls forwarded before a collection is allowed: well past the count after which one was measured harmless. */
 export const MIN_REQUESTS_BEFORE_COLLECTING = 1000;
 /** How long no request may arrive before the process counts as idle. */
 export const IDLE_MS = 30_000;

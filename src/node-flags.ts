@@ -1,7 +1,7 @@
 /**
  * The Node flags sluice's process is started with wherever it runs for real: the image's CMD, the
  * Deployment's command, `npm start`, `npm run sluice`, `bin/sluice.js`, and every server the
- * benchmark starts (bench/lib/proc.ts). test/deploy checks the image and the Deployment, and
+ * benchmark starts. test/deploy checks the image and the Deployment, and
  * test/integration/admin.test.ts `npm start` and `bin/sluice.js`; `main.ts` warns when it was
  * started without them.
  * V8 takes these only on the command line (not from NODE_OPTIONS, not from `v8.setFlagsFromString`
@@ -9,11 +9,10 @@
  *
  * `--no-memory-reducer`: V8's memory reducer runs full garbage collections once a process falls
  * idle, to give memory back. On a sidecar that has started but has had no traffic yet (every new
- * Pod, until clients arrive) it left the request path about 10 % slower for the rest of the
- * process's life: 60-62 µs of CPU per paid call against 53-55 with the flag, in the same run
- * (`npx tsx bench/tools/idle-start.ts`). A process that had traffic first was not affected, nor
- * was bare http-proxy. Without the reducer, what a burst took is not given back while the process
- * idles (after 5,000 streams closed, RSS stayed at 209 MB for 40 s, against 96 MB with it).
+ * Pod, until clients arrive) it left the request path measurably slower for the rest of the
+ * process's life. A process that had traffic first was not affected, nor was bare http-proxy.
+ * Without the reducer, what a burst took is not given back while the process idles; the idle
+ * collection below gives it back. docs/performance.md has the measurements.
  *
  * `--expose-gc`: so that sluice can run that collection itself once traffic has come and gone,
  * when it is harmless (src/idle-gc.ts).

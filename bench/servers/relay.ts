@@ -7,7 +7,7 @@
  * - `hold`: stream that sends its first event at once, then nothing for 10 minutes.
  * Prints one JSON line `{"ready":true,"port":N}` on stdout.
  */
-import { startRelayStandin } from '../../src/demo/relay.js';
+import { startRelayStandin } from '../../demo/relay.js';
 import { onStopSignal } from './common.js';
 import { SENT_AT_HEADER } from '../lib/sse.js';
 

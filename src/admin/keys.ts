@@ -4,16 +4,14 @@
  */
 import { generateKey, hashKey, newKeyId, validImportedKey } from '../auth/keys.js';
 import type { Clock } from '../clock.js';
+import { AdminError, AdminErrors, StoreUnavailableError } from '../errors.js';
 import type { KeyRecord, Store } from '../store/types.js';
 
-export class KeyServiceError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
+/** A store call whose failure is the store's (answered 503 store_unavailable), told apart from sluice's own faults. */
+function stored<T>(call: Promise<T>): Promise<T> {
+  return call.catch((err: unknown) => {
+    throw new StoreUnavailableError(err);
+  });
 }
 
 export interface CreatedKey {
@@ -43,22 +41,22 @@ export class KeyService {
 
   async create(input: unknown): Promise<CreatedKey> {
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-      throw new KeyServiceError(400, 'invalid_body', 'body must be a JSON object {"user","name"?,"key"?}');
+      throw new AdminError(AdminErrors.INVALID_BODY);
     }
     const { user, name, key, ...rest } = input as Record<string, unknown>;
     const extra = Object.keys(rest);
-    if (extra.length > 0) throw new KeyServiceError(400, 'unknown_field', `unknown field "${extra[0]}"`);
+    if (extra.length > 0) throw new AdminError(AdminErrors.UNKNOWN_FIELD, { field: extra[0]! });
     if (typeof user !== 'string' || !USER_RE.test(user)) {
-      throw new KeyServiceError(400, 'invalid_user', '"user" must be 1-128 characters of letters, digits and _ . @ : + -');
+      throw new AdminError(AdminErrors.INVALID_USER);
     }
     if (name !== undefined && (typeof name !== 'string' || name.length > 200)) {
-      throw new KeyServiceError(400, 'invalid_name', '"name" must be a string of at most 200 characters');
+      throw new AdminError(AdminErrors.INVALID_NAME);
     }
     let wire: string;
     if (key !== undefined) {
-      if (typeof key !== 'string') throw new KeyServiceError(400, 'invalid_key', '"key" must be a string');
+      if (typeof key !== 'string') throw new AdminError(AdminErrors.INVALID_KEY, { reason: '"key" must be a string' });
       const problem = validImportedKey(key);
-      if (problem) throw new KeyServiceError(400, 'invalid_key', problem);
+      if (problem) throw new AdminError(AdminErrors.INVALID_KEY, { reason: problem });
       wire = key.startsWith('sk-') ? key : `sk-${key}`;
     } else {
       wire = generateKey();
@@ -70,18 +68,16 @@ export class KeyService {
       createdAt: new Date(this.clock.now()).toISOString(),
       hash: hashKey(wire),
     };
-    if (!(await this.store.createKey(rec))) {
-      throw new KeyServiceError(409, 'key_exists', 'that key is already registered');
-    }
+    if (!(await stored(this.store.createKey(rec)))) throw new AdminError(AdminErrors.KEY_EXISTS);
     return { id: rec.id, key: wire, user: rec.user, name: rec.name, createdAt: rec.createdAt };
   }
 
   async list(user: string): Promise<PublicKey[]> {
-    return (await this.store.listKeys(user)).map(({ id, user: u, name, createdAt }) => ({ id, user: u, name, createdAt }));
+    return (await stored(this.store.listKeys(user))).map(({ id, user: u, name, createdAt }) => ({ id, user: u, name, createdAt }));
   }
 
   async remove(id: string): Promise<PublicKey | null> {
-    const r = await this.store.deleteKey(id);
+    const r = await stored(this.store.deleteKey(id));
     if (!r) return null;
     this.onDeleted(r.hash);
     return { id: r.id, user: r.user, name: r.name, createdAt: r.createdAt };

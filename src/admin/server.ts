@@ -7,8 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { bearerToken } from '../auth/credentials.js';
 import type { KeyService } from './keys.js';
-import { KeyServiceError } from './keys.js';
-import { StoreUnavailableError } from '../errors.js';
+import { AdminError, AdminErrors, StoreUnavailableError, type AdminErrorSpec } from '../errors.js';
 import type { FreeTierLimiter } from '../limits/free-tier.js';
 import type { Metrics } from '../metrics/index.js';
 
@@ -36,8 +35,8 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-function fail(res: ServerResponse, status: number, code: string, message: string): void {
-  json(res, status, { error: { code, message } });
+function fail(res: ServerResponse, err: AdminErrorSpec | AdminError): void {
+  json(res, err.status, { error: { code: err.code, message: err.message } });
 }
 
 const MAX_ADMIN_BODY = 64 * 1024;
@@ -49,7 +48,16 @@ const MAX_ADMIN_BODY = 64 * 1024;
  */
 const MAX_DISCARD = 4 * 1024 * 1024;
 
-const tooLarge = (): KeyServiceError => new KeyServiceError(413, 'body_too_large', `admin request bodies are limited to ${MAX_ADMIN_BODY} bytes`);
+const tooLarge = (): AdminError => new AdminError(AdminErrors.BODY_TOO_LARGE, { limit: MAX_ADMIN_BODY });
+
+/** A percent-encoded path segment, decoded; a malformed one is the client's mistake (400). */
+function pathSegment(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new AdminError(AdminErrors.MALFORMED_URL);
+  }
+}
 
 /** Drops the rest of a refused request body (bounded by MAX_DISCARD) instead of resetting the connection. */
 function discardRest(req: IncomingMessage, already: number): void {
@@ -92,7 +100,7 @@ function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
       try {
         resolve(JSON.parse(text));
       } catch {
-        reject(new KeyServiceError(400, 'invalid_json', 'request body is not valid JSON'));
+        reject(new AdminError(AdminErrors.INVALID_JSON));
       }
     });
     req.on('error', reject);
@@ -109,7 +117,12 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://admin');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://admin');
+    } catch {
+      return fail(res, AdminErrors.MALFORMED_URL);
+    }
     const path = url.pathname;
     const method = req.method ?? 'GET';
 
@@ -123,10 +136,8 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
       const r = await d.ready();
       return json(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks });
     }
-    if (!path.startsWith('/admin/')) return fail(res, 404, 'not_found', 'no such admin endpoint');
-    if (!authorized(req)) {
-      return fail(res, 401, 'unauthorized', d.adminToken ? 'missing or wrong admin token' : 'the admin API is disabled: set SLUICE_ADMIN_TOKEN');
-    }
+    if (!path.startsWith('/admin/')) return fail(res, AdminErrors.NOT_FOUND);
+    if (!authorized(req)) return fail(res, d.adminToken ? AdminErrors.UNAUTHORIZED : AdminErrors.DISABLED);
 
     if (path === '/admin/keys' && method === 'POST') {
       const body = await readJson(req, res);
@@ -136,33 +147,36 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
     }
     if (path === '/admin/keys' && method === 'GET') {
       const user = url.searchParams.get('user');
-      if (!user) return fail(res, 400, 'missing_user', 'query parameter "user" is required');
+      if (!user) return fail(res, AdminErrors.MISSING_USER);
       return json(res, 200, { keys: await d.keys.list(user) });
     }
     const keyMatch = /^\/admin\/keys\/([^/]+)$/.exec(path);
     if (keyMatch && method === 'DELETE') {
-      const removed = await d.keys.remove(decodeURIComponent(keyMatch[1]!));
-      if (!removed) return fail(res, 404, 'key_not_found', 'no key with that id');
+      const removed = await d.keys.remove(pathSegment(keyMatch[1]!));
+      if (!removed) return fail(res, AdminErrors.KEY_NOT_FOUND);
       d.log.info({ keyId: removed.id, user: removed.user }, 'key deleted');
       res.writeHead(204);
       return void res.end();
     }
     const limitMatch = /^\/admin\/users\/([^/]+)\/limits$/.exec(path);
     if (limitMatch && method === 'GET') {
-      return json(res, 200, { freeTier: await d.freeTier().state(decodeURIComponent(limitMatch[1]!)) });
+      return json(res, 200, { freeTier: await d.freeTier().state(pathSegment(limitMatch[1]!)) });
     }
     if (path === '/admin/config' && method === 'GET') return json(res, 200, d.effectiveConfig());
-    return fail(res, 404, 'not_found', 'no such admin endpoint');
+    return fail(res, AdminErrors.NOT_FOUND);
   }
 
   return (req, res) => {
     handle(req, res).catch((err: unknown) => {
       if (res.headersSent) return void res.destroy();
-      if (err instanceof KeyServiceError) return fail(res, err.status, err.code, err.message);
-      if (err instanceof StoreUnavailableError) return fail(res, 503, 'store_unavailable', 'the store could not be reached');
-      if (err instanceof URIError || err instanceof TypeError) return fail(res, 400, 'bad_request', 'malformed request URL');
-      d.log.error({ err: err instanceof Error ? err.message : String(err) }, 'admin request failed');
-      fail(res, 503, 'store_unavailable', 'the store could not be reached');
+      if (err instanceof AdminError) return fail(res, err);
+      if (err instanceof StoreUnavailableError) {
+        d.log.error({ err: err.message }, 'admin request failed: the store could not be reached');
+        return fail(res, AdminErrors.STORE_UNAVAILABLE);
+      }
+      // Neither a refusal nor the store: sluice's own fault, answered as such.
+      d.log.error({ err: err instanceof Error ? err.stack : String(err) }, 'admin request failed');
+      fail(res, AdminErrors.INTERNAL);
     });
   };
 }

@@ -2,8 +2,8 @@
  * The proxy library under the Forwarder, chosen in one place so it stays swappable.
  *
  * http-proxy 1.18.1 and http-proxy-3 share an API (`createProxyServer`, `web`, the
- * `proxyReq`/`proxyRes`/`error` events). `bench/` measures both (bare and inside sluice)
- * and the default below is the one that measured better; see docs/bench.md.
+ * `proxyReq`/`proxyRes`/`error` events). The benchmark measures both (bare and inside sluice)
+ * and the default below is the one that measured better; see docs/performance.md.
  * http-proxy-3 is loaded lazily: it is a dev dependency, absent from a production image.
  */
 import http from 'node:http';
@@ -13,7 +13,7 @@ import httpProxy from 'http-proxy';
 
 export type ForwardEngineName = 'http-proxy' | 'http-proxy-3';
 
-/** What the measurements chose (bench/RESULTS.md). */
+/** What the measurements chose (docs/performance.md). */
 export const DEFAULT_FORWARD_ENGINE: ForwardEngineName = 'http-proxy';
 
 let defaultEngine: ForwardEngineName = DEFAULT_FORWARD_ENGINE;
@@ -72,8 +72,8 @@ const NOT_CONNECTION = new Set(['headers', 'method', 'agent', 'auth']);
 /**
  * Node's Agent keeps the options it opened a socket with for that socket's whole life (its
  * listeners close over them). Under http-proxy those are a 20-field dictionary, most fields
- * undefined TLS settings, and the first request's headers, its Authorization included: about
- * 1.5 KB per relay connection, one connection per open stream. Only the fields that name and open
+ * undefined TLS settings, and the first request's headers, its Authorization included: kept per
+ * relay connection, and there is one connection per open stream. Only the fields that name and open
  * the connection are passed on. The Agent adds its own options after these, as before.
  */
 function connectionOptionsOnly<A extends http.Agent>(agent: A): A {

@@ -67,7 +67,7 @@ describe('Forwarder: the wait for the relay\'s headers', () => {
     expect(slow.ms).toBeLessThan(5_000);
     await new Promise((r) => setTimeout(r, 100));
     expect(relayAborted).toBe(true);
-    expect(results.map((r) => r.outcome)).toEqual(['completed', 'upstream-timeout']);
+    expect(results.map((r) => r.outcome)).toEqual(['admitted', 'upstream_timeout']);
   });
 
   it('does not bound anything with a timeout of 0', async () => {
@@ -97,7 +97,7 @@ describe('Forwarder: descriptors', () => {
     const e = (JSON.parse(r.text) as { error: { code: string; message: string } }).error;
     expect(e.code).toBe('out_of_sockets');
     expect(e.message).toContain('sluice is out of sockets');
-    expect(results.map((x) => x.outcome)).toEqual(['out-of-sockets']);
+    expect(results.map((x) => x.outcome)).toEqual(['out_of_sockets']);
     expect(seen.map((x) => (x as NodeJS.ErrnoException).code)).toEqual(['EMFILE']);
   });
 });

@@ -19,24 +19,18 @@ import {
 } from './engine.js';
 import type { BodyLease } from '../body-budget.js';
 import { Errors, sendError } from '../errors.js';
+import type { Outcome } from '../outcome.js';
 import { filterResponseHeaders } from './headers.js';
 
-export type ForwardOutcome =
-  | 'completed'
-  | 'client-aborted'
-  | 'upstream-aborted'
-  | 'upstream-error'
-  /** sluice answered 504: the relay's headers did not come within upstream.headersTimeoutSeconds. */
-  | 'upstream-timeout'
-  /** sluice answered 503: it had no descriptor left to open a relay connection with (EMFILE/ENFILE). */
-  | 'out-of-sockets'
-  | 'intercepted';
+/** How a forwarded exchange ended, in the request path's own vocabulary (src/outcome.ts says what each means). */
+export type ForwardOutcome = Extract<Outcome, 'admitted' | 'client_aborted' | 'upstream_aborted' | 'upstream_error' | 'upstream_timeout' | 'out_of_sockets'>;
 
 /** The status sluice itself answered with for an outcome, when it did. */
-export const OWN_STATUS: Partial<Record<ForwardOutcome, number>> = { 'upstream-error': 502, 'upstream-timeout': 504, 'out-of-sockets': 503 };
+export const OWN_STATUS: Partial<Record<ForwardOutcome, number>> = { upstream_error: 502, upstream_timeout: 504, out_of_sockets: 503 };
 
 export interface ForwardResult {
-  outcome: ForwardOutcome;
+  /** 'intercepted': the job's `intercept` answered the client itself, and recorded its own outcome. */
+  outcome: ForwardOutcome | 'intercepted';
   /** The relay's status, when it answered. */
   status: number | null;
   /** Time from sending to the relay's response headers. */
@@ -114,7 +108,7 @@ class ForwarderContext {
       this.unwait(s);
       if (s.finished) continue;
       sendError(s.res, Errors.UPSTREAM_TIMEOUT, s.requestId, { params: { seconds: limit / 1000 } });
-      s.finish('upstream-timeout', null, null);
+      s.finish('upstream_timeout', null, null);
       // Its error (socket hang up) then finds the exchange finished and answers nothing more.
       s.proxyReq?.destroy();
     }
@@ -156,7 +150,7 @@ class JobState {
     readonly sentAt: number,
   ) {}
 
-  finish(outcome: ForwardOutcome, status: number | null, upstreamMs: number | null, error?: Error): void {
+  finish(outcome: ForwardResult['outcome'], status: number | null, upstreamMs: number | null, error?: Error): void {
     if (this.finished) return;
     this.finished = true;
     if (this.waiting) this.ctx.unwait(this);
@@ -209,7 +203,7 @@ function onClientClose(this: ServerResponse & Carrier): void {
   const state = this[JOB];
   if (!state || this.writableFinished) return;
   state.proxyReq?.destroy();
-  state.finish('client-aborted', state.status, state.upstreamMs);
+  state.finish('client_aborted', state.status, state.upstreamMs);
 }
 
 // A relay that dies mid-body must end the client's stream visibly, not leave it hanging.
@@ -217,7 +211,7 @@ function onRelayClose(this: IncomingMessage & Carrier): void {
   const state = this[JOB];
   if (!state || this.complete) return;
   state.res.destroy();
-  state.finish('upstream-aborted', state.status, state.upstreamMs);
+  state.finish('upstream_aborted', state.status, state.upstreamMs);
 }
 
 function onRelayEnd(this: IncomingMessage & Carrier): void {
@@ -238,7 +232,7 @@ function onClientDrain(this: ServerResponse & Carrier): void {
 
 function onClientFinish(this: ServerResponse & Carrier): void {
   const state = this[JOB];
-  if (state) state.finish('completed', state.status, state.upstreamMs);
+  if (state) state.finish('admitted', state.status, state.upstreamMs);
 }
 
 function onProxyReq(proxyReq: ClientRequest, req: IncomingMessage): void {
@@ -303,25 +297,25 @@ function onProxyError(err: Error, req: IncomingMessage, res: ServerResponse): vo
   if (!state || state.finished) return;
   if (res.headersSent) {
     res.destroy();
-    state.finish('upstream-aborted', state.status, state.upstreamMs, err);
+    state.finish('upstream_aborted', state.status, state.upstreamMs, err);
     return;
   }
   // (req.destroyed says nothing here: a fully read request is destroyed once consumed.)
   if (res.destroyed || res.writableEnded) {
-    state.finish('client-aborted', null, null, err);
+    state.finish('client_aborted', null, null, err);
     return;
   }
   const code = (err as NodeJS.ErrnoException).code;
   if (code === 'EMFILE' || code === 'ENFILE') {
     // The relay is not at fault: sluice has no descriptor left to reach it with.
     sendError(res, Errors.OUT_OF_SOCKETS, state.requestId, { headers: { 'retry-after': '1' } });
-    state.finish('out-of-sockets', null, null, err);
+    state.finish('out_of_sockets', null, null, err);
     state.ctx.onOutOfSockets?.(err);
     return;
   }
   // Never replay: a POST the relay may have started is answered 502, not retried.
   sendError(res, Errors.UPSTREAM_UNREACHABLE, state.requestId);
-  state.finish('upstream-error', null, null, err);
+  state.finish('upstream_error', null, null, err);
 }
 
 /** How often exchanges waiting for the relay's headers are checked against their bound. */

@@ -10,6 +10,7 @@ import type { LimitStore } from './guard.js';
 import { DayClock, type Day } from './day.js';
 import { nextMember } from './member.js';
 import { refusalsFor, type Kept, type RememberRefusals, type Refusals } from './refusals.js';
+import { retryAfterSeconds } from './retry-after.js';
 
 interface Usage {
   windowUsed: number;
@@ -38,11 +39,6 @@ interface Refusal extends Kept {
   windowUsed: number;
   dayResetAt: number;
   windowResetAt: number;
-}
-
-/** Whole seconds a client must wait so that waiting exactly that long gets it in. */
-export function retryAfterSeconds(ms: number): number {
-  return Math.max(1, Math.ceil(ms / 1000));
 }
 
 export class FreeTierLimiter {
@@ -74,9 +70,10 @@ export class FreeTierLimiter {
   /** The day check comes first so that, when both bind, the daily answer wins. */
   private checks(user: string, now: number): [LimitCheck, LimitCheck] {
     const day = this.days.dayAt(now);
+    const subject = `u:${user}`;
     return [
-      { kind: 'counter', key: `{u:${user}}:ft:d:${day.id}`, limit: this.config.perDay, resetAtMs: day.endsAt },
-      { kind: 'window', key: `{u:${user}}:ft:w`, limit: this.config.perMinute, windowMs: this.config.windowSeconds * 1000 },
+      { kind: 'counter', subject, key: `ft:d:${day.id}`, limit: this.config.perDay, resetAtMs: day.endsAt },
+      { kind: 'window', subject, key: 'ft:w', limit: this.config.perMinute, windowMs: this.config.windowSeconds * 1000 },
     ];
   }
 

@@ -6,9 +6,9 @@
 import type { Clock } from '../clock.js';
 import type { IpLimitRule } from '../config.js';
 import type { LimitStore } from './guard.js';
-import { retryAfterSeconds } from './free-tier.js';
 import { nextMember } from './member.js';
 import { refusalsFor, type Kept, type RememberRefusals, type Refusals } from './refusals.js';
+import { retryAfterSeconds } from './retry-after.js';
 
 export type IpVerdict = { admitted: true } | { admitted: false; retryAfterSeconds: number };
 
@@ -49,18 +49,21 @@ export class IpLimiter {
 
   admit(rule: IpLimitRule, ip: string): IpVerdict | Promise<IpVerdict> {
     const now = this.clock.now();
-    const key = `{ip:${ip}}:${rule.name}`;
-    const kept = this.refusals.get(key, now);
+    const subject = `ip:${ip}`;
+    // Refusals are kept per (address, rule); a rule's name is unique among the rules.
+    const refusal = `${subject} ${rule.name}`;
+    const kept = this.refusals.get(refusal, now);
     // A kept refusal's `until` is the store's retry time itself (Refusals caps only how long it is kept).
     if (kept !== undefined) return { admitted: false, retryAfterSeconds: retryAfterSeconds(kept.until - now) };
-    return this.ask(rule, key, now);
+    return this.ask(rule, subject, refusal, now);
   }
 
-  private async ask(rule: IpLimitRule, key: string, now: number): Promise<IpVerdict> {
-    const d = await this.store.consume([{ kind: 'window', key, limit: rule.limit, windowMs: rule.windowSeconds * 1000 }], now, nextMember(), `ip:${rule.name}`);
+  private async ask(rule: IpLimitRule, subject: string, refusal: string, now: number): Promise<IpVerdict> {
+    const check = { kind: 'window', subject, key: rule.name, limit: rule.limit, windowMs: rule.windowSeconds * 1000 } as const;
+    const d = await this.store.consume([check], now, nextMember(), `ip:${rule.name}`);
     if (d.admitted) return { admitted: true };
     // A refusal taken by this replica alone during an outage is not the shared state: not kept.
-    if (d.degraded !== true) this.refusals.keep(key, { until: now + d.retryAfterMs }, now);
+    if (d.degraded !== true) this.refusals.keep(refusal, { until: now + d.retryAfterMs }, now);
     return { admitted: false, retryAfterSeconds: retryAfterSeconds(d.retryAfterMs) };
   }
 }

@@ -4,11 +4,9 @@
  * supplies the registry, the text format and the process metrics.
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import type { Outcome } from '../outcome.js';
 import type { RouteFamily } from '../routes.js';
 import { Counter, Gauge, Histogram } from './instruments.js';
-
-/** Route families (a bounded label set): src/routes.ts derives them from the path. */
-export type { RouteFamily };
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const FAST_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
@@ -80,7 +78,7 @@ export class Metrics {
    */
   served = 0;
 
-  countRequest(family: RouteFamily, outcome: string): void {
+  countRequest(family: RouteFamily, outcome: Outcome): void {
     this.requestCells(family)(outcome).value++;
   }
 

@@ -1,7 +1,7 @@
 /**
  * Counters, gauges and histograms for the request path. prom-client's own instruments hash the
- * label object on every call, child or not (about 1 µs each, five per request); these resolve a
- * label set to a cell once and then cost an addition. They render through prom-client's Registry
+ * label object on every call, child or not, and the request path makes several such calls per
+ * request; these resolve a label set to a cell once and then cost an addition. They render through prom-client's Registry
  * (which accepts any object with a `name` and a `get()`), so /metrics keeps one format and the
  * process metrics stay prom-client's.
  */

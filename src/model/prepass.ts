@@ -1,8 +1,8 @@
 /**
  * Reads the structure of a JSON body while it arrives, so that finding `model` once the last byte
- * is in takes a walk over the top-level keys only. Scanning a 20 MB body of small chat messages in
- * one go holds the event loop for tens of milliseconds (every open stream waits); spread over the
- * chunks as they come, it costs about 0.1 ms per 64 KB chunk, overlapped with the upload.
+ * is in takes a walk over the top-level keys only. Scanning a large body of small chat messages in
+ * one go holds the event loop (every open stream waits) for as long as the scan takes; spread
+ * over the chunks as they come, the same work is done in small slices, overlapped with the upload.
  *
  * It records, by byte offset, where each large top-level string and nested container ends. The
  * final scan (scan.ts) still walks the top level itself and only asks "where does the thing that

@@ -2,6 +2,7 @@
  * The embedded store: the same semantics as the Redis store, in this process.
  * Only correct for a single replica; start-up warns about that.
  */
+import { limitKey } from './limit-key.js';
 import { DAY_KEY_GRACE_MS } from './scripts.js';
 import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, Store } from './types.js';
 
@@ -73,7 +74,8 @@ export class MemoryStore implements Store {
   /** Synchronous core, also used for the per-replica fallback during a Redis outage. */
   consumeSync(checks: readonly LimitCheck[], nowMs: number): Decision {
     this.sweep(nowMs);
-    const states = checks.map((c) => this.stateAt(c, nowMs, 'consume'));
+    const keys = checks.map(limitKey);
+    const states = checks.map((c, i) => this.stateAt(c, keys[i]!, nowMs, 'consume'));
     // Every check is evaluated first; the first that is full (in order) rejects.
     const rejectedBy = checks.findIndex((c, i) => states[i]!.used >= c.limit);
     if (rejectedBy >= 0) {
@@ -85,19 +87,21 @@ export class MemoryStore implements Store {
         resetMs: states.map((s) => s.resetMs),
       };
     }
-    for (const c of checks) {
+    for (let i = 0; i < checks.length; i++) {
+      const c = checks[i]!;
+      const key = keys[i]!;
       if (c.kind === 'window') {
-        const w = this.windows.get(c.key) ?? { windowMs: c.windowMs, times: [] };
+        const w = this.windows.get(key) ?? { windowMs: c.windowMs, times: [] };
         w.windowMs = c.windowMs;
         // Keep ascending order even if the caller's clock stepped back.
         let j = w.times.length;
         while (j > 0 && w.times[j - 1]! > nowMs) j--;
         w.times.splice(j, 0, nowMs);
-        this.windows.set(c.key, w);
+        this.windows.set(key, w);
       } else {
-        const cur = this.counters.get(c.key);
+        const cur = this.counters.get(key);
         if (cur && cur.expiresAt > nowMs) cur.count++;
-        else this.counters.set(c.key, { count: 1, expiresAt: Math.max(c.resetAtMs, nowMs) + DAY_KEY_GRACE_MS });
+        else this.counters.set(key, { count: 1, expiresAt: Math.max(c.resetAtMs, nowMs) + DAY_KEY_GRACE_MS });
       }
     }
     return {
@@ -110,20 +114,20 @@ export class MemoryStore implements Store {
   }
 
   async inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]> {
-    return checks.map((c) => this.stateAt(c, nowMs, 'inspect'));
+    return checks.map((c) => this.stateAt(c, limitKey(c), nowMs, 'inspect'));
   }
 
   /**
-   * One check at `nowMs`, as the Lua scripts compute it: the calls it counts (a window
+   * One check (kept under `key`) at `nowMs`, as the Lua scripts compute it: the calls it counts (a window
    * trimmed to now); the wait until it admits one more (0 while it does; for a window, until
    * the call that must leave before one more fits has left); and the wait until it is empty
    * again (0 when it is). A counter's waits run to the `resetAtMs` of this call's check,
    * whatever reset its stored count was made with. For `consume`, a counter reports its
    * reset even when empty, as CONSUME_LUA's resetOf does; INSPECT_LUA reports 0.
    */
-  private stateAt(c: LimitCheck, nowMs: number, mode: 'consume' | 'inspect'): LimitState {
+  private stateAt(c: LimitCheck, key: string, nowMs: number, mode: 'consume' | 'inspect'): LimitState {
     if (c.kind === 'window') {
-      const times = this.trimmed(c.key, c.windowMs, nowMs);
+      const times = this.trimmed(key, c.windowMs, nowMs);
       const n = times.length;
       return {
         used: n,
@@ -131,7 +135,7 @@ export class MemoryStore implements Store {
         resetMs: n > 0 ? times[0]! + c.windowMs - nowMs : 0,
       };
     }
-    const n = this.counterValue(c.key, nowMs);
+    const n = this.counterValue(key, nowMs);
     const untilReset = c.resetAtMs - nowMs;
     return { used: n, retryAfterMs: n >= c.limit ? untilReset : 0, resetMs: n > 0 || mode === 'consume' ? untilReset : 0 };
   }

@@ -14,18 +14,28 @@ export interface KeyRecord {
   hash: string;
 }
 
-/** A rolling window: at most `limit` admitted in any `windowMs`. */
-export interface WindowCheck {
-  kind: 'window';
+/** What every limit check names: whose calls it counts, and which count of theirs. */
+interface CheckKey {
+  /**
+   * Whose calls the check counts (`u:<user>`, `ip:<address>`). The checks of one decision name
+   * one subject, and the store keeps every count of a subject together (src/store/limit-key.ts):
+   * on a Redis Cluster, where one script may only touch keys of one slot.
+   */
+  subject?: string;
+  /** Which of the subject's counts (`ft:w`, a rule's name), unique per subject. */
   key: string;
+}
+
+/** A rolling window: at most `limit` admitted in any `windowMs`. */
+export interface WindowCheck extends CheckKey {
+  kind: 'window';
   limit: number;
   windowMs: number;
 }
 
 /** A counter that resets at a fixed instant (the calendar day). */
-export interface CounterCheck {
+export interface CounterCheck extends CheckKey {
   kind: 'counter';
-  key: string;
   limit: number;
   resetAtMs: number;
 }

@@ -18,7 +18,7 @@ import Anthropic, {
 } from '@anthropic-ai/sdk';
 import { ManualClock, STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
 import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
-import { STANDIN_MODELS, STANDIN_TEXT } from '../../src/demo/relay.js';
+import { STANDIN_MODELS, STANDIN_TEXT } from '../../demo/relay.js';
 import {
   BEIJING_NOON,
   FREE,

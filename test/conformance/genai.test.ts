@@ -12,7 +12,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, GoogleGenAI, type HttpOptions } from '@google/genai';
 import { ManualClock, STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
 import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
-import { STANDIN_MODELS, STANDIN_TEXT } from '../../src/demo/relay.js';
+import { STANDIN_MODELS, STANDIN_TEXT } from '../../demo/relay.js';
 import {
   BEIJING_NOON,
   FREE,

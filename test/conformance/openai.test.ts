@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import OpenAI, { APIError, APIUserAbortError, AuthenticationError, RateLimitError } from 'openai';
 import { ManualClock, STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
 import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
-import { STANDIN_MODELS, STANDIN_TEXT, standinDeltas } from '../../src/demo/relay.js';
+import { STANDIN_MODELS, STANDIN_TEXT, standinDeltas } from '../../demo/relay.js';
 import {
   BEIJING_NOON,
   FREE,

@@ -6,7 +6,7 @@
  */
 import { expect } from 'vitest';
 import type { Harness } from '../support/harness.js';
-import type { RecordedRequest } from '../../src/demo/relay.js';
+import type { RecordedRequest } from '../../demo/relay.js';
 
 /** A free-tier model (id ends in `-free`) and its paid counterpart. */
 export const FREE = 'vend-flash-free';

@@ -95,7 +95,7 @@ describe('.dockerignore', () => {
     .filter((l) => l && !l.startsWith('#'))
     .map((l) => l.replace(/^\/+|\/+$/g, ''));
 
-  it.each(['node_modules', '.git', 'test', 'bench', 'dist'])('excludes %s', (entry) => {
+  it.each(['node_modules', '.git', 'test', 'demo', 'bench', 'dist'])('excludes %s', (entry) => {
     expect(patterns).toContain(entry);
   });
 

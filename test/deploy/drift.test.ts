@@ -23,7 +23,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
 import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IContainer } from 'kubernetes-models/v1/Container';
-import { startRelayStandin, type RelayStandin } from '../../src/demo/relay.js';
+import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
 import { NODE_FLAGS } from '../../src/node-flags.js';
 import { effectiveArgv, last, readDockerfile, stageEnv } from './dockerfile.js';
 import {

@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { descriptorBound } from '../../src/connections.js';
 import { DEFAULTS } from '../../src/config.js';
-import { startRelayStandin, STANDIN_TEXT, type RelayStandin } from '../../src/demo/relay.js';
+import { startRelayStandin, STANDIN_TEXT, type RelayStandin } from '../../demo/relay.js';
 import { useHarness } from '../support/harness.js';
 import { metricValue, metricsText } from '../support/helpers.js';
 import { startChildSluice, metric, type ChildSluice } from './child-sluice.js';

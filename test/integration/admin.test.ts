@@ -84,7 +84,7 @@ describe.each(STORE_KINDS)('admin API on the %s store', (kind) => {
 });
 
 describe('readiness follows the store', () => {
-  it('turns /readyz to 503 when Redis is gone', async () => {
+  it('turns /readyz to 503 when Redis is gone, and admin calls that need it to 503 store_unavailable', async () => {
     const { spawnRedis } = await import('../support/redis.js');
     const redis = await spawnRedis();
     const h = await startHarness({ store: 'redis', redisUrl: redis.url, redisCommandTimeoutMs: 200 });
@@ -93,6 +93,13 @@ describe('readiness follows the store', () => {
       await redis.kill();
       expect((await fetch(`${h.adminUrl}/readyz`)).status).toBe(503);
       expect((await fetch(`${h.adminUrl}/healthz`)).status).toBe(200);
+      // An admin call the store cannot serve is the store's failure (503), not sluice's (500).
+      const keys = await fetch(`${h.adminUrl}/admin/keys?user=x`, { headers: auth });
+      expect(keys.status).toBe(503);
+      expect(((await keys.json()) as { error: { code: string } }).error.code).toBe('store_unavailable');
+      const limits = await fetch(`${h.adminUrl}/admin/users/x/limits`, { headers: auth });
+      expect(limits.status).toBe(503);
+      expect(((await limits.json()) as { error: { code: string } }).error.code).toBe('store_unavailable');
     } finally {
       await h.close();
     }

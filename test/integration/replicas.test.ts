@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRelayStandin, type RelayStandin } from '../../src/demo/relay.js';
+import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
 import { uniquePrefix } from '../support/redis.js';

@@ -10,7 +10,7 @@ import { buildConfig, type Config } from '../../src/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { RedisStore } from '../../src/store/redis.js';
 import type { Store } from '../../src/store/types.js';
-import { startRelayStandin, type RelayStandin } from '../../src/demo/relay.js';
+import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
 import { uniquePrefix } from './redis.js';
 
 export type StoreKind = 'redis' | 'memory';

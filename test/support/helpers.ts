@@ -1,9 +1,9 @@
 /**
- * Small assertion helpers shared by the relay stand-in's own tests (src/demo/relay.test.ts) and
+ * Small assertion helpers shared by the relay stand-in's own tests (demo/relay.test.ts) and
  * the SDK conformance suite: what the stand-in recorded, and the rejection of a promise.
  */
 import { expect } from 'vitest';
-import type { RecordedRequest, RelayStandin } from '../../src/demo/relay.js';
+import type { RecordedRequest, RelayStandin } from '../../demo/relay.js';
 
 /** The rejection of `p`; fails the test when `p` resolves. */
 export async function rejectionOf(p: PromiseLike<unknown>): Promise<unknown> {

@@ -8,7 +8,7 @@ import { describe, it, expect, beforeAll, afterAll, beforeEach } from 'vitest';
 import OpenAI, { APIError, RateLimitError } from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
-import { bodyJson, lastRequest, rejectionOf } from '../../test/support/helpers.js';
+import { bodyJson, lastRequest, rejectionOf } from '../test/support/helpers.js';
 import { STANDIN_MODELS, STANDIN_TEXT, standinDeltas, startRelayStandin } from './relay.js';
 import type { RelayStandin } from './relay.js';
 
@@ -575,7 +575,7 @@ describe('plain HTTP', () => {
   });
 });
 
-describe('new-api rules the stand-in keeps (src/demo/new-api.ts)', () => {
+describe('new-api rules the stand-in keeps (demo/new-api.ts)', () => {
   const post = (path: string, body: string, headers: Record<string, string> = {}) =>
     fetch(`${relay.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, ...headers }, body });
 

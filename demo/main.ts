@@ -3,9 +3,9 @@
  * created, and ready-to-paste curl lines for the three protocol families.
  */
 import { randomBytes } from 'node:crypto';
-import { createSluice } from '../app.js';
-import { buildConfig } from '../config.js';
-import { createLogger } from '../log.js';
+import { createSluice } from '../src/app.js';
+import { buildConfig } from '../src/config.js';
+import { createLogger } from '../src/log.js';
 import { startRelayStandin } from './relay.js';
 
 async function main(): Promise<void> {

@@ -1,0 +1,77 @@
+/**
+ * How the admin listener answers a failure: a refusal by its catalogue entry, a store that could
+ * not answer as 503 store_unavailable (retrying may help), anything else as 500 internal_error
+ * (sluice's own fault, logged).
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../clock.js';
+import type { FreeTierLimiter } from '../limits/free-tier.js';
+import { Metrics } from '../metrics/index.js';
+import { MemoryStore } from '../store/memory.js';
+import { KeyService } from './keys.js';
+import { createAdminHandler } from './server.js';
+
+const TOKEN = 'admin-token-for-this-test-0000000000';
+
+/** A store whose key listing fails as a Redis outage does. */
+class FailingStore extends MemoryStore {
+  override listKeys(): Promise<never> {
+    return Promise.reject(new Error('Connection is closed.'));
+  }
+}
+
+describe('admin failures', () => {
+  let server: Server;
+  let base: string;
+  const logged: string[] = [];
+
+  beforeAll(async () => {
+    const log = pino({ level: 'error' }, { write: (line: string) => void logged.push(line) });
+    const handler = createAdminHandler({
+      log,
+      adminToken: TOKEN,
+      keys: new KeyService(new FailingStore(), systemClock),
+      freeTier: () => ({}) as FreeTierLimiter,
+      metrics: new Metrics({ processMetrics: false }),
+      ready: () => Promise.resolve({ ready: true, checks: {} }),
+      effectiveConfig: () => {
+        throw new Error('a bug in sluice');
+      },
+    });
+    server = createServer(handler);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const get = (path: string): Promise<Response> => fetch(`${base}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+
+  it('answers a store that could not answer with 503 store_unavailable', async () => {
+    const r = await get('/admin/keys?user=someone');
+    expect(r.status).toBe(503);
+    expect(await r.json()).toEqual({ error: { code: 'store_unavailable', message: 'the store could not be reached' } });
+  });
+
+  it('answers any other failure with 500 internal_error, and logs its cause', async () => {
+    logged.length = 0;
+    const r = await get('/admin/config');
+    expect(r.status).toBe(500);
+    expect(((await r.json()) as { error: { code: string } }).error.code).toBe('internal_error');
+    expect(logged.join('')).toContain('a bug in sluice');
+  });
+
+  it('answers a state lookup the limiter cannot make as sluice’s own fault, not the store’s', async () => {
+    const r = await get('/admin/users/someone/limits');
+    expect(r.status).toBe(500);
+    expect(((await r.json()) as { error: { code: string } }).error.code).toBe('internal_error');
+  });
+
+  it('answers a malformed path segment with 400 bad_request', async () => {
+    const r = await get('/admin/users/%E0%A4%A/limits');
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { error: { code: string } }).error.code).toBe('bad_request');
+  });
+});

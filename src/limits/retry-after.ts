@@ -1,0 +1,4 @@
+/** Whole seconds a client must wait so that waiting exactly that long gets it in (never 0: a 429 always asks for a wait). */
+export function retryAfterSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}

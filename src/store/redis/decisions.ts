@@ -1,0 +1,134 @@
+/**
+ * Limit decisions against Redis. Decisions asked for in one turn of the event loop are sent
+ * together when it ends: on a busy sidecar a command costs more than the decision it carries
+ * (ioredis builds it and parses its reply, Redis reads it and sets up a script run), so they go
+ * as one script run per batch. The batch leaves at `setImmediate`, once the turn's ready
+ * callbacks have run (microseconds), never after a timer. ioredis's own auto-pipelining merges
+ * writes only within one tick, which under HTTP load is one request, and costs more than it saves.
+ */
+import { Redis } from 'ioredis';
+import { limitKey } from '../limit-key.js';
+import type { Decision, LimitCheck, LimitState } from '../types.js';
+import type { RedisConnection, ScriptCommands, ScriptResult } from './connection.js';
+
+/** Decisions per script run at most: a run blocks Redis while it lasts. */
+const MAX_BATCH = 64;
+
+interface PendingDecision {
+  checks: readonly LimitCheck[];
+  nowMs: number;
+  member: string;
+  resolve(d: Decision): void;
+  reject(err: unknown): void;
+}
+
+export class RedisDecisions {
+  private readonly scripts: ScriptCommands;
+  /**
+   * Decisions per script run: MAX_BATCH, or 1 on a Cluster (a script runs on one slot, and users
+   * spread over slots) and behind a sharding proxy (`batchDecisions: false`).
+   */
+  private readonly perRun: number;
+  /** Decisions asked for in this turn of the event loop, waiting for `flush`. */
+  private batch: PendingDecision[] | null = null;
+
+  constructor(
+    private readonly client: RedisConnection,
+    /** Prefix of every key. */
+    private readonly prefix: string,
+    batchDecisions: boolean,
+  ) {
+    this.scripts = client as unknown as ScriptCommands;
+    this.perRun = client instanceof Redis && batchDecisions ? MAX_BATCH : 1;
+  }
+
+  consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision> {
+    return new Promise<Decision>((resolve, reject) => {
+      if (this.batch === null) {
+        this.batch = [];
+        setImmediate(this.flush);
+      }
+      this.batch.push({ checks, nowMs, member, resolve, reject });
+    });
+  }
+
+  async inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]> {
+    const keys: string[] = [];
+    const args: Array<string | number> = [nowMs];
+    this.pushChecks(checks, keys, args);
+    const r = await this.scripts.sluiceInspect(keys.length, ...keys, ...args);
+    const out: LimitState[] = [];
+    for (let i = 0; i < checks.length; i++) {
+      out.push({ used: Number(r[i * 3]), retryAfterMs: Number(r[i * 3 + 1]), resetMs: Number(r[i * 3 + 2]) });
+    }
+    return out;
+  }
+
+  /** Appends checks as the scripts take them: each key to KEYS, a ('w' | 'c', limit, param) triple to ARGV. */
+  private pushChecks(checks: readonly LimitCheck[], keys: string[], args: Array<string | number>): void {
+    for (const c of checks) {
+      keys.push(this.prefix + limitKey(c));
+      if (c.kind === 'window') args.push('w', c.limit, c.windowMs);
+      else args.push('c', c.limit, c.resetAtMs);
+    }
+  }
+
+  /**
+   * Sends the turn's decisions as runs of `perRun`, in one write on a single connection (a
+   * Cluster writes to one connection per node, so there is nothing to hold). No run holds Redis
+   * for long, and a run of one keeps its keys on one hash tag.
+   */
+  private readonly flush = (): void => {
+    const batch = this.batch!;
+    this.batch = null;
+    const s = this.client instanceof Redis ? this.client.stream : undefined;
+    s?.cork();
+    try {
+      for (let i = 0; i < batch.length; i += this.perRun) this.send(batch.slice(i, i + this.perRun));
+    } finally {
+      s?.uncork();
+    }
+  };
+
+  private send(batch: readonly PendingDecision[]): void {
+    const keys: string[] = [];
+    const args: Array<string | number> = [batch.length];
+    for (const d of batch) {
+      args.push(d.nowMs, d.member, d.checks.length);
+      this.pushChecks(d.checks, keys, args);
+    }
+    let sent: Promise<ScriptResult>;
+    try {
+      sent = this.scripts.sluiceConsume(keys.length, ...keys, ...args);
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    sent.then(
+      (r) => settle(batch, r),
+      (err: unknown) => {
+        for (const d of batch) d.reject(err);
+      },
+    );
+  }
+}
+
+/** Hands each decision of a batch its part of the script's reply. Never throws: a reply of the wrong shape fails the decisions it cannot answer. */
+function settle(batch: readonly PendingDecision[], r: ScriptResult): void {
+  if (!Array.isArray(r)) {
+    for (const d of batch) d.reject(new Error('limit decision: unexpected reply from Redis'));
+    return;
+  }
+  let at = 0;
+  for (const d of batch) {
+    const n = d.checks.length;
+    const rejectedBy = Number(r[at]);
+    const retry = r[at + 1];
+    const used = r.slice(at + 2, at + 2 + n).map(Number);
+    const resetMs = r.slice(at + 2 + n, at + 2 + 2 * n).map(Number);
+    at += 2 + 2 * n;
+    if (rejectedBy < 0) d.reject(new Error(`limit decision failed in Redis: ${String(retry)}`));
+    else if (!Number.isInteger(rejectedBy) || resetMs.length !== n || rejectedBy > n) d.reject(new Error('limit decision: unexpected reply from Redis'));
+    else if (rejectedBy === 0) d.resolve({ admitted: true, used, resetMs });
+    else d.resolve({ admitted: false, rejectedBy: rejectedBy - 1, retryAfterMs: Number(retry), used, resetMs });
+  }
+}
