@@ -150,7 +150,7 @@ describe('Forwarder: requests leave at the end of the event-loop turn', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(relayRequests).toBe(1);
     expect(budget.used).toBe(0);
-    expect(results.map((r) => r.outcome)).toEqual(['client-aborted', 'completed']);
+    expect(results.map((r) => r.outcome)).toEqual(['client_aborted', 'admitted']);
   });
 
   it('sends every request of a turn, however many are forwarded in it, each answered with its own reply', async () => {
