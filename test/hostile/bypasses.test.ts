@@ -5,24 +5,12 @@
  * shape, whether the relay saw the call, the model it read, and the user's free-tier counter.
  */
 import { describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, useHarness, type Harness } from '../support/harness.js';
+import { useHarness } from '../support/harness.js';
+import { freshUser, usedToday } from '../support/helpers.js';
 import { request } from '../support/http.js';
 import { answerJson, finalStatus, openRaw } from './raw.js';
 
 const FREE = 'vend-flash-free';
-
-let users = 0;
-
-async function freshUser(h: Harness, tag: string): Promise<{ user: string; key: string }> {
-  const user = `${tag}-${++users}-${process.pid}`;
-  return { user, key: (await h.createKey(user)).key };
-}
-
-/** The user's free-tier calls counted today (GET /admin/users/<id>/limits). */
-async function usedToday(h: Harness, user: string): Promise<number> {
-  const r = await fetch(`${h.adminUrl}/admin/users/${encodeURIComponent(user)}/limits`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-  return ((await r.json()) as { freeTier: { day: { used: number } } }).freeTier.day.used;
-}
 
 /** sluice's own refusal: OpenAI-shaped, `invalid_request`, the request id at the end. */
 function expectRefusal(r: { status: number; text: string }, reason: RegExp): void {

@@ -5,20 +5,9 @@
  * only ever authenticates the key sluice authenticated.
  */
 import { describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, useHarness, type Harness } from '../support/harness.js';
+import { useHarness, type Harness } from '../support/harness.js';
+import { freshUser, usedToday } from '../support/helpers.js';
 import { request, type RawResponse } from '../support/http.js';
-
-let users = 0;
-
-async function freshUser(h: Harness, tag: string): Promise<{ user: string; key: string }> {
-  const user = `${tag}-${++users}-${process.pid}`;
-  return { user, key: (await h.createKey(user)).key };
-}
-
-async function usedToday(h: Harness, user: string): Promise<number> {
-  const r = await fetch(`${h.adminUrl}/admin/users/${encodeURIComponent(user)}/limits`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-  return ((await r.json()) as { freeTier: { day: { used: number } } }).freeTier.day.used;
-}
 
 const ORIGIN = 'https://playground.example';
 

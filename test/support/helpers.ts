@@ -3,6 +3,7 @@
  * the SDK conformance suite: what the stand-in recorded, and the rejection of a promise.
  */
 import { expect } from 'vitest';
+import { ADMIN_TOKEN, type Harness } from './harness.js';
 import type { RecordedRequest, RelayStandin } from '../../demo/relay.js';
 
 /** The rejection of `p`; fails the test when `p` resolves. */
@@ -52,4 +53,18 @@ export function metricValue(text: string, name: string, labels: Record<string, s
  */
 export function metricReader(h: { adminUrl: string }, name: string, labels: Record<string, string> = {}): () => Promise<number> {
   return async () => metricValue(await metricsText(h), name, labels) ?? 0;
+}
+
+let users = 0;
+
+/** A key of a fresh user, so tests never share a free-tier budget. */
+export async function freshUser(h: Harness, tag: string): Promise<{ user: string; key: string }> {
+  const user = `${tag}-${++users}-${process.pid}`;
+  return { user, key: (await h.createKey(user)).key };
+}
+
+/** The user's free-tier calls counted today (GET /admin/users/<id>/limits). */
+export async function usedToday(h: Harness, user: string): Promise<number> {
+  const r = await fetch(`${h.adminUrl}/admin/users/${encodeURIComponent(user)}/limits`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  return ((await r.json()) as { freeTier: { day: { used: number } } }).freeTier.day.used;
 }
