@@ -95,7 +95,7 @@ export class RedisStore implements Store {
   private readonly perRun: number;
 
   constructor(opts: RedisStoreOptions) {
-    this.prefix = opts.keyPrefix ?? DEFAULTS.redisKeyPrefix;
+    this.prefix = opts.keyPrefix ?? DEFAULTS.redis.keyPrefix;
     this.registry = `${this.prefix}{keys}:`;
     this.channel = `${this.prefix}keys:changed`;
     const base: RedisOptions = {
@@ -104,7 +104,7 @@ export class RedisStore implements Store {
       // Measured (bench/tools/redis-consume.ts): without auto-pipelining ioredis made 29-35k
       // decisions/s against 18-20k with it, at ~20 % less CPU; limit decisions are independent.
       enableAutoPipelining: false,
-      commandTimeout: opts.commandTimeoutMs ?? DEFAULTS.redisCommandTimeoutMs,
+      commandTimeout: opts.commandTimeoutMs ?? DEFAULTS.redis.commandTimeoutMs,
       connectTimeout: opts.connectTimeoutMs ?? 2000,
       // Keep trying to reconnect in the background, never block callers.
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
