@@ -77,7 +77,7 @@ describe('config', () => {
     [{ upstream: { credential: 5 } }, /"upstream.credential" must be a non-empty string/],
     [{ logLevel: 'loud' }, /"logLevel" must be one of/],
     [{ accessLog: 'some' }, /"accessLog" must be one of all, errors, off/],
-    [{ accessLog: true }, /"accessLog" must be a non-empty string/],
+    [{ accessLog: true }, /"accessLog" must be one of all, errors, off, got true/],
     [{ limits: { onStoreError: 'maybe' } }, /"limits.onStoreError" must be "open" or "closed"/],
     [{ limits: { rememberRefusalsSeconds: -1 } }, /limits.rememberRefusalsSeconds/],
     [{ limits: { rememberRefusalsSeconds: 3601 } }, /limits.rememberRefusalsSeconds/],

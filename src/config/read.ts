@@ -8,7 +8,7 @@ import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { ConfigError } from '../errors.js';
 import { formatOf } from './formats.js';
-import { choicesOf, kindOf, nullableOf, propertiesOf, SETTINGS, type Node, type Settings } from './schema.js';
+import { choicesOf, kindOf, NON_EMPTY, nullableOf, propertiesOf, SETTINGS, type Node, type Settings } from './schema.js';
 
 export type Raw = Record<string, unknown>;
 
@@ -36,8 +36,9 @@ function coerce(s: TSchema, v: unknown): unknown {
   return v;
 }
 
+/** The value given, for the message; a secret's is not repeated (unless blank: nothing to hide). */
 function got(v: unknown, secret: boolean): string {
-  return secret && typeof v === 'string' ? '' : `, got ${JSON.stringify(v)}`;
+  return secret && typeof v === 'string' && v.trim() !== '' ? '' : `, got ${JSON.stringify(v)}`;
 }
 
 /** A value (never undefined) against one node: returns it as the setting holds it, or throws naming `key`. */
@@ -59,7 +60,6 @@ function checkValue(s: Node, raw: unknown, key: string, secret: boolean): unknow
   if (valid) return v;
   const choices = choicesOf(node);
   if (choices) {
-    if (typeof v !== 'string') throw bad(key, `must be a non-empty string${got(v, secret)}`);
     const list = choices.length === 2 ? `"${choices[0]}" or "${choices[1]}"` : `one of ${choices.join(', ')}`;
     throw bad(key, `must be ${list}${got(v, secret)}`);
   }
@@ -67,7 +67,7 @@ function checkValue(s: Node, raw: unknown, key: string, secret: boolean): unknow
   if (kind === 'Boolean') throw bad(key, `must be true or false${got(raw, false)}`);
   if (kind === 'String') {
     if (typeof v !== 'string' || (node.pattern !== undefined && !new RegExp(node.pattern).test(v))) {
-      throw bad(key, `must be a non-empty string${got(v, secret)}`);
+      throw bad(key, `must be a ${node.pattern === NON_EMPTY ? 'non-empty ' : ''}string${got(v, secret)}`);
     }
     if (typeof node.minLength === 'number' && v.length < node.minLength) {
       throw new ConfigError(`${key} must be at least ${node.minLength} characters long`);
