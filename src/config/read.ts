@@ -106,7 +106,10 @@ function readObject(s: Node, v: unknown, key: string, path: string | null, secre
         out[k] = structuredClone(child.default as unknown);
         continue;
       }
-      if (child.env !== undefined) throw new ConfigError(`${child.env} is required: ${child.description ?? ''}`);
+      if (child.env !== undefined) {
+        const what = (child.description ?? '').replace(/^./, (c) => c.toLowerCase()).replace(/\.$/, '');
+        throw new ConfigError(`${child.env} is required: ${what}`);
+      }
     } else if (path !== null) {
       givenAs?.set(childKey, name);
     }

@@ -65,7 +65,7 @@ export const SETTINGS = Type.Object({
         format: 'http-url',
         env: 'SLUICE_UPSTREAM_URL',
         startupOnly: true,
-        description: 'the base URL of the relay sluice fronts (e.g. http://127.0.0.1:3000)',
+        description: 'The base URL of the relay sluice fronts (e.g. http://127.0.0.1:3000).',
       }),
       credential: textOrNull({
         env: 'SLUICE_UPSTREAM_CREDENTIAL',
@@ -293,4 +293,4 @@ function deepFreeze<T>(v: T): T {
 /**
  * Every setting's default (upstream.url has none: it is required). Frozen; spread it to vary one.
  */
-export const DEFAULTS: Readonly<Omit<Settings, 'upstream'>> = deepFreeze(defaultsOf(SETTINGS) as Settings);
+export const DEFAULTS: Readonly<Omit<Settings, 'upstream'> & { upstream: Omit<Settings['upstream'], 'url'> }> = deepFreeze(defaultsOf(SETTINGS) as Settings);
