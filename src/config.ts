@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { BlockList } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { describeRelayDsn, parseRelayDsn, type RelayDsn } from './auth/relay-db/dsn.js';
-import { parseCidr } from './config/formats.js';
+import { FORMATS, parseCidr } from './config/formats.js';
 import { isObject, readSettings, type Raw } from './config/read.js';
 import { SECRETS, type Settings } from './config/schema.js';
 import { ConfigError } from './errors.js';
@@ -115,7 +115,7 @@ export function publicConfig(cfg: Config): Record<string, unknown> {
     const v = parent[last];
     // An address keeps its host, so an operator can tell where it points.
     if (v === null || v === undefined) parent[last] = null;
-    else if (secret.schema.configKey === 'dsn') parent[last] = describeRelayDsn(v as RelayDsn);
+    else if (secret.schema.configKey !== undefined) parent[last] = describeRelayDsn(v as RelayDsn);
     else if (secret.format?.endsWith('-url')) parent[last] = redactUrl(String(v));
     else parent[last] = '[set]';
   }
@@ -136,7 +136,7 @@ export function trustedProxyList(cidrs: readonly string[]): BlockList {
   const list = new BlockList();
   cidrs.forEach((c, i) => {
     const cidr = parseCidr(c);
-    if (typeof cidr === 'string') throw new ConfigError(`config key "trustedProxies[${i}]" has an invalid ${cidr === 'address' ? 'address' : 'prefix length'}: ${JSON.stringify(c)}`);
+    if (typeof cidr === 'string') throw new ConfigError(`config key "trustedProxies[${i}]" ${FORMATS.cidr.problem(c)}`);
     list.addSubnet(cidr.address, cidr.prefix, cidr.family);
   });
   return list;

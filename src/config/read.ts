@@ -47,7 +47,7 @@ function checkValue(s: Node, raw: unknown, key: string, secret: boolean): unknow
   const node: Node = inner ?? s;
   const v = coerce(node, raw);
   const kind = kindOf(node);
-  if (kind === 'Object') return readObject(node, v, key, null, secret);
+  if (kind === 'Object') return readObject(node, v, key, secret, null, null);
   if (kind === 'Array') {
     const items = node.items as Node;
     if (!Array.isArray(v)) throw bad(key, `must be a list of ${s.listOf ?? 'strings'}`);
@@ -79,11 +79,12 @@ function checkValue(s: Node, raw: unknown, key: string, secret: boolean): unknow
 }
 
 /**
- * One object of the schema. `path` is the file key path of the object (null inside a list, where
- * the environment sets nothing).
+ * One mapping of the schema at `key` (the file key path; '' at the top). `env` is null inside a
+ * list, where no environment variable reaches; `givenAs` records where each value came from.
  */
-function readObject(s: Node, v: unknown, key: string, path: string | null, secret: boolean, env?: NodeJS.ProcessEnv, givenAs?: Map<string, string>): Raw {
-  if (v === undefined && path !== null) v = {};
+function readObject(s: Node, v: unknown, key: string, secret: boolean, env: NodeJS.ProcessEnv | null, givenAs: Map<string, string> | null): Raw {
+  // A group left out of the file is an empty one; an item of a list must be a mapping.
+  if (v === undefined && env !== null) v = {};
   if (!isObject(v)) throw bad(key, 'must be a mapping');
   const props = propertiesOf(s);
   const allowed = props.filter(([, c]) => !c.envOnly).map(([k]) => k);
@@ -95,10 +96,10 @@ function readObject(s: Node, v: unknown, key: string, path: string | null, secre
     const childKey = key ? `${key}.${k}` : k;
     const childSecret = secret || child.secret === true;
     if (kindOf(child) === 'Object') {
-      out[k] = readObject(child, v[k], childKey, path === null ? null : childKey, childSecret, env, givenAs);
+      out[k] = readObject(child, v[k], childKey, childSecret, env, givenAs);
       continue;
     }
-    const fromEnv = path !== null && child.env !== undefined && env?.[child.env] !== undefined && env[child.env] !== '' ? env[child.env] : undefined;
+    const fromEnv = child.env === undefined || env === null || env[child.env] === '' ? undefined : env[child.env];
     const name = fromEnv !== undefined ? child.env! : childKey;
     const raw = fromEnv ?? (child.envOnly ? undefined : v[k]);
     if (raw === undefined) {
@@ -110,7 +111,7 @@ function readObject(s: Node, v: unknown, key: string, path: string | null, secre
         const what = (child.description ?? '').replace(/^./, (c) => c.toLowerCase()).replace(/\.$/, '');
         throw new ConfigError(`${child.env} is required: ${what}`);
       }
-    } else if (path !== null) {
+    } else {
       givenAs?.set(childKey, name);
     }
     out[k] = checkValue(child, raw, name, childSecret);
@@ -127,6 +128,6 @@ function withoutNulls(v: Raw): Raw {
 
 export function readSettings(file: Raw, env: NodeJS.ProcessEnv): ReadSettings {
   const givenAs = new Map<string, string>();
-  const settings = readObject(SETTINGS, withoutNulls(file), '', '', false, env, givenAs) as Settings;
+  const settings = readObject(SETTINGS, withoutNulls(file), '', false, env, givenAs) as Settings;
   return { settings, givenAs };
 }

@@ -235,32 +235,32 @@ export interface SettingEntry {
   secret: boolean;
 }
 
-function entries(leavesOnly: boolean): SettingEntry[] {
+/**
+ * Walks the schema: `take` says whether a node is an entry; the walk does not go below an entry,
+ * nor below a node that is not a group.
+ */
+function walk(take: (s: Node) => boolean): SettingEntry[] {
   const out: SettingEntry[] = [];
   const visit = (s: Node, path: string[], configPath: string[], startupOnly: boolean, secret: boolean): void => {
-    const isGroup = kindOf(s) === 'Object';
-    if (!isGroup || !leavesOnly) {
-      if (!isGroup || s.startupOnly) out.push({ path: path.join('.'), configPath: configPath.join('.'), schema: s, format: (nullableOf(s) ?? s).format as string | undefined, startupOnly, secret });
-      if (!isGroup) return;
+    if (take(s)) {
+      out.push({ path: path.join('.'), configPath: configPath.join('.'), schema: s, format: (nullableOf(s) ?? s).format as string | undefined, startupOnly, secret });
+      return;
     }
-    for (const [k, child] of propertiesOf(s)) {
-      visit(child, [...path, k], [...configPath, child.configKey ?? k], startupOnly || child.startupOnly === true, secret || child.secret === true);
-    }
+    if (kindOf(s) !== 'Object') return;
+    for (const [k, c] of propertiesOf(s)) visit(c, [...path, k], [...configPath, c.configKey ?? k], startupOnly || c.startupOnly === true, secret || c.secret === true);
   };
-  for (const [k, s] of propertiesOf(SETTINGS)) visit(s, [k], [s.configKey ?? k], s.startupOnly === true, s.secret === true);
+  visit(SETTINGS, [], [], false, false);
   return out;
 }
 
 /** Every setting, in the schema's order. */
-export const SETTING_LIST: readonly SettingEntry[] = Object.freeze(entries(true));
+export const SETTING_LIST: readonly SettingEntry[] = Object.freeze(walk((s) => kindOf(s) !== 'Object'));
 
 /**
- * What a reload cannot change, each named once: the largest start-up-only node (a whole group,
- * as `redis`, or one setting), in the schema's order.
+ * What a reload cannot change, each named once: a whole group (`redis`) or one setting (`port`),
+ * in the schema's order.
  */
-export const STARTUP_ONLY: readonly SettingEntry[] = Object.freeze(
-  entries(false).filter((e, _, all) => e.startupOnly && !all.some((o) => o !== e && o.startupOnly && e.path.startsWith(`${o.path}.`) && o.schema.startupOnly)),
-);
+export const STARTUP_ONLY: readonly SettingEntry[] = Object.freeze(walk((s) => s.startupOnly === true));
 
 /** The secret settings. */
 export const SECRETS: readonly SettingEntry[] = Object.freeze(SETTING_LIST.filter((e) => e.secret));
