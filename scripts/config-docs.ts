@@ -1,5 +1,6 @@
 /**
- * Writes the settings table of docs/configuration.md from the schema (src/config/schema.ts):
+ * Writes the settings table and the rules between settings of docs/configuration.md from the
+ * schema (src/config/schema.ts):
  * `npm run docs:config`. Only the part between the two markers is generated; the prose and the
  * example file around it are written by hand. `--check` changes nothing and exits 1 when the
  * page is stale; src/config.test.ts fails in that case too.
@@ -10,7 +11,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type { TSchema } from '@sinclair/typebox';
 import { formatOf } from '../src/config/formats.js';
-import { choicesOf, kindOf, nullableOf, propertiesOf, SETTING_LIST, type Node, type SettingEntry } from '../src/config/schema.js';
+import { choicesOf, kindOf, nullableOf, propertiesOf, RULES, SETTING_LIST, type Node, type SettingEntry } from '../src/config/schema.js';
 
 export const DOC_PATH = new URL('../docs/configuration.md', import.meta.url);
 const BEGIN = '<!-- settings: generated from src/config/schema.ts by `npm run docs:config`; do not edit by hand -->';
@@ -89,12 +90,17 @@ export function settingsTable(): string {
   return lines.join('\n');
 }
 
+/** The rules between settings, one line each. */
+export function rulesList(): string {
+  return ['### Rules between settings', '', ...RULES.map((r) => `- ${r.doc}`)].join('\n');
+}
+
 /** The page with its generated part brought up to date. */
 export function renderDoc(page: string): string {
   const a = page.indexOf(BEGIN);
   const b = page.indexOf(END);
   if (a === -1 || b < a) throw new Error(`docs/configuration.md must hold the markers\n${BEGIN}\n${END}`);
-  return `${page.slice(0, a)}${BEGIN}\n\n${settingsTable()}\n\n${page.slice(b)}`;
+  return `${page.slice(0, a)}${BEGIN}\n\n${settingsTable()}\n\n${rulesList()}\n\n${page.slice(b)}`;
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -1,8 +1,9 @@
 /**
  * Settings: from an optional YAML file (`SLUICE_CONFIG`) and the environment (which wins),
  * validated once at start-up and on each reload. What each setting is (type, default, range,
- * variable, reloadability, secrecy) is owned by the schema in src/config/schema.ts; here are the
- * rules between settings, and the effective config the rest of sluice reads. Every message names
+ * variable, reloadability, secrecy), and the rules between settings, are owned by the schema in
+ * src/config/schema.ts; here the file is read and the effective config the rest of sluice reads is
+ * built. Every message names
  * the offending key so an operator can fix it without reading code.
  */
 import { readFileSync } from 'node:fs';
@@ -11,7 +12,7 @@ import { parse as parseYaml } from 'yaml';
 import { describeRelayDsn, parseRelayDsn, type RelayDsn } from './auth/relay-db/dsn.js';
 import { FORMATS, parseCidr } from './config/formats.js';
 import { isObject, readSettings, type Raw } from './config/read.js';
-import { SECRETS, type Settings } from './config/schema.js';
+import { RULES, SECRETS, type Settings } from './config/schema.js';
 import { ConfigError } from './errors.js';
 
 export { DEFAULT_IP_LIMITS, DEFAULTS, ENV_VARS, MAX_CONNECTIONS_CAP } from './config/schema.js';
@@ -60,30 +61,9 @@ export function buildConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
   const { settings: s, givenAs } = readSettings(rawFile, env);
   const named = (path: string): string => givenAs.get(path) ?? path;
 
-  const ft = rawFile.freeTier;
-  if (isObject(ft) && ft.modelSuffix != null && ft.models != null) {
-    throw new ConfigError('config keys "freeTier.modelSuffix" and "freeTier.models" are exclusive: set one');
-  }
-  const ruleNames = new Set<string>();
-  s.ipLimits.forEach((r, i) => {
-    if (ruleNames.has(r.name)) throw new ConfigError(`config key "ipLimits[${i}].name" repeats the rule name "${r.name}"`);
-    ruleNames.add(r.name);
-  });
-  const redis = s.redis;
-  if (redis.sentinels && !redis.sentinelName) throw new ConfigError('config key "redis.sentinelName" is required with "redis.sentinels"');
-  if (redis.sentinels && redis.clusterNodes) throw new ConfigError('config keys "redis.sentinels" and "redis.clusterNodes" are exclusive');
-  if ((redis.sentinels || redis.clusterNodes) && redis.url === null) {
-    throw new ConfigError('SLUICE_REDIS_URL (or redis.url) is required with Sentinel or Cluster: it supplies the password, TLS (rediss://) and database');
-  }
-  // Node refuses a headers timeout longer than the request timeout it is part of.
-  if (s.server.headersTimeoutSeconds > s.server.requestTimeoutSeconds) {
-    throw new ConfigError(`config key "server.headersTimeoutSeconds" (${s.server.headersTimeoutSeconds}) must not exceed "server.requestTimeoutSeconds" (${s.server.requestTimeoutSeconds})`);
-  }
-  if (s.bodyBudgetBytes < s.maxBodyBytes) {
-    throw new ConfigError(`config key "bodyBudgetBytes" (${s.bodyBudgetBytes}) must be at least "maxBodyBytes" (${s.maxBodyBytes}), or a body of the allowed size could never be read`);
-  }
-  if (s.bodyBudgetBytes < s.maxDecodedBodyBytes) {
-    throw new ConfigError(`config key "bodyBudgetBytes" (${s.bodyBudgetBytes}) must be at least "maxDecodedBodyBytes" (${s.maxDecodedBodyBytes})`);
+  for (const rule of RULES) {
+    const problem = rule.problem(s, rawFile);
+    if (problem !== null) throw new ConfigError(problem);
   }
 
   const { url: dsnText, ...relayDb } = s.relayDb;

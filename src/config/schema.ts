@@ -294,3 +294,62 @@ function deepFreeze<T>(v: T): T {
  * Every setting's default (upstream.url has none: it is required). Frozen; spread it to vary one.
  */
 export const DEFAULTS: Readonly<Omit<Settings, 'upstream'> & { upstream: Omit<Settings['upstream'], 'url'> }> = deepFreeze(defaultsOf(SETTINGS) as Settings);
+
+/** A rule between settings: the sentence the documentation shows, and its check. */
+export interface Rule {
+  doc: string;
+  /** What is wrong, naming the keys; null when the rule holds. `file` is the file as given. */
+  problem: (s: Settings, file: Readonly<Record<string, unknown>>) => string | null;
+}
+
+export const RULES: readonly Rule[] = Object.freeze([
+  {
+    doc: '`freeTier.modelSuffix` and `freeTier.models` are exclusive: set one.',
+    problem: (_s, file) => {
+      // Asked of the file: the suffix has a default, so the settings cannot tell whether it was set.
+      const ft = file.freeTier as Record<string, unknown> | null | undefined;
+      return typeof ft === 'object' && ft !== null && ft.modelSuffix != null && ft.models != null
+        ? 'config keys "freeTier.modelSuffix" and "freeTier.models" are exclusive: set one'
+        : null;
+    },
+  },
+  {
+    doc: 'The names of `ipLimits` rules are unique.',
+    problem: (s) => {
+      const i = s.ipLimits.findIndex((r, j) => s.ipLimits.findIndex((o) => o.name === r.name) !== j);
+      return i === -1 ? null : `config key "ipLimits[${i}].name" repeats the rule name "${s.ipLimits[i]!.name}"`;
+    },
+  },
+  {
+    doc: '`redis.sentinels` needs `redis.sentinelName`.',
+    problem: (s) => (s.redis.sentinels && !s.redis.sentinelName ? 'config key "redis.sentinelName" is required with "redis.sentinels"' : null),
+  },
+  {
+    doc: '`redis.sentinels` and `redis.clusterNodes` are exclusive.',
+    problem: (s) => (s.redis.sentinels && s.redis.clusterNodes ? 'config keys "redis.sentinels" and "redis.clusterNodes" are exclusive' : null),
+  },
+  {
+    doc: 'Sentinel or Cluster needs `redis.url`: it supplies the password, TLS (`rediss://`) and database.',
+    problem: (s) =>
+      (s.redis.sentinels || s.redis.clusterNodes) && s.redis.url === null
+        ? 'SLUICE_REDIS_URL (or redis.url) is required with Sentinel or Cluster: it supplies the password, TLS (rediss://) and database'
+        : null,
+  },
+  {
+    doc: '`server.headersTimeoutSeconds` is at most `server.requestTimeoutSeconds`: Node refuses a headers timeout longer than the request timeout it is part of.',
+    problem: ({ server: { headersTimeoutSeconds: h, requestTimeoutSeconds: r } }) =>
+      h > r ? `config key "server.headersTimeoutSeconds" (${h}) must not exceed "server.requestTimeoutSeconds" (${r})` : null,
+  },
+  {
+    doc: '`bodyBudgetBytes` is at least `maxBodyBytes`, or a body of the allowed size could never be read.',
+    problem: (s) =>
+      s.bodyBudgetBytes < s.maxBodyBytes
+        ? `config key "bodyBudgetBytes" (${s.bodyBudgetBytes}) must be at least "maxBodyBytes" (${s.maxBodyBytes}), or a body of the allowed size could never be read`
+        : null,
+  },
+  {
+    doc: '`bodyBudgetBytes` is at least `maxDecodedBodyBytes`.',
+    problem: (s) =>
+      s.bodyBudgetBytes < s.maxDecodedBodyBytes ? `config key "bodyBudgetBytes" (${s.bodyBudgetBytes}) must be at least "maxDecodedBodyBytes" (${s.maxDecodedBodyBytes})` : null,
+  },
+]);
