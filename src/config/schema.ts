@@ -35,7 +35,7 @@ type Fmt = { format?: FormatName };
 const int = (minimum: number, maximum: number, dflt: number, m: Meta) => Type.Integer({ minimum, maximum, default: dflt, ...m });
 const intOrNull = (minimum: number, maximum: number, m: Meta) => Type.Union([Type.Integer({ minimum, maximum }), Type.Null()], { default: null, ...m });
 const text = (dflt: string, m: Meta & Fmt) => Type.String({ pattern: NON_EMPTY, default: dflt, ...m });
-const textOrNull = (m: Meta & Fmt) => Type.Union([Type.String({ pattern: NON_EMPTY, ...(m.format ? { format: m.format } : {}) }), Type.Null()], { default: null, ...m });
+const textOrNull = ({ format, ...m }: Meta & Fmt) => Type.Union([Type.String({ pattern: NON_EMPTY, ...(format ? { format } : {}) }), Type.Null()], { default: null, ...m });
 const flag = (dflt: boolean, m: Meta) => Type.Boolean({ default: dflt, ...m });
 const hostPorts = (m: Meta) => Type.Union([Type.Array(Type.String({ pattern: NON_EMPTY, format: 'host-port' }), { minItems: 1 }), Type.Null()], { default: null, ...m });
 
