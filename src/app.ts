@@ -15,7 +15,7 @@ import { sqliteModulePath } from './auth/relay-db/sqlite.js';
 import { BodyBudget } from './body-budget.js';
 import { systemClock, type Clock } from './clock.js';
 import { ADMIN_MAX_CONNECTIONS, connectionCap, openFileLimit } from './connections.js';
-import { DEFAULTS, publicConfig, type Config } from './config.js';
+import { MAX_CONNECTIONS_CAP, publicConfig, type Config } from './config.js';
 import { ConfigWatcher } from './config-watch.js';
 import { Forwarder } from './forward/proxy.js';
 import { createGateway } from './gateway.js';
@@ -178,7 +178,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
   // A stream may stay silent for minutes while a model reasons: no idle cut-off on the response side.
   publicServer.timeout = 0;
   const nofile = opts.openFileLimit === undefined ? openFileLimit() : opts.openFileLimit;
-  const cap = connectionCap(config.server.maxConnections, nofile, DEFAULTS.maxConnections);
+  const cap = connectionCap(config.server.maxConnections, nofile, MAX_CONNECTIONS_CAP);
   if (cap.warning) log.warn({ maxConnections: cap.cap, openFileLimit: nofile }, cap.warning);
   // Over the cap Node closes a new connection as it arrives, before reading anything: no answer, no
   // descriptor held. Clients (and load balancers) see a connection error and retry, elsewhere if they can.
@@ -262,7 +262,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
           policy = buildPolicy(merged, limits, clock);
           config = merged;
           Object.assign(publicServer, serverTimeouts(merged));
-          const nextCap = connectionCap(merged.server.maxConnections, nofile, DEFAULTS.maxConnections);
+          const nextCap = connectionCap(merged.server.maxConnections, nofile, MAX_CONNECTIONS_CAP);
           if (nextCap.warning && nextCap.cap !== publicServer.maxConnections) log.warn({ maxConnections: nextCap.cap, openFileLimit: nofile }, nextCap.warning);
           // Connections already open over a lowered cap stay; new ones wait for room.
           publicServer.maxConnections = metrics.maxConnections.value = nextCap.cap;

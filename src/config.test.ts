@@ -3,7 +3,9 @@ import { parse as parseYaml } from 'yaml';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildConfig, DEFAULT_IP_LIMITS, loadConfig } from './config.js';
+import { DOC_PATH, renderDoc } from '../scripts/config-docs.js';
+import { buildConfig, DEFAULT_IP_LIMITS, DEFAULTS, ENV_VARS, loadConfig, publicConfig } from './config.js';
+import { STARTUP_ONLY } from './config/schema.js';
 
 const ENV = { SLUICE_UPSTREAM_URL: 'http://127.0.0.1:3000' };
 
@@ -25,12 +27,74 @@ describe('config', () => {
     expect(c.upstream.credential).toBeNull();
   });
 
-  it('takes the README\'s documented config file as valid, and as exactly the defaults', () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    const block = /### Config file\n\n```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
+  it('takes the documented config file (docs/configuration.md) as valid, and as exactly the defaults', () => {
+    const page = readFileSync(DOC_PATH, 'utf8');
+    const block = /## Config file\n\n[^\n]*\n\n```yaml\n([\s\S]*?)```/.exec(page)?.[1];
     expect(block).toBeDefined();
     const documented = buildConfig(parseYaml(block!) as Record<string, unknown>, ENV);
     expect(documented).toEqual(buildConfig({}, ENV));
+  });
+
+  it('has docs/configuration.md generated from the schema as it is now', () => {
+    const page = readFileSync(DOC_PATH, 'utf8');
+    expect(renderDoc(page), 'docs/configuration.md is stale: run npm run docs:config').toBe(page);
+  });
+
+  it('reads the environment variables it always read, and no others', () => {
+    expect(Object.keys(ENV_VARS).sort()).toEqual(
+      [
+        'SLUICE_CONFIG', 'SLUICE_UPSTREAM_URL', 'SLUICE_UPSTREAM_CREDENTIAL', 'SLUICE_REDIS_URL', 'SLUICE_REDIS_SENTINELS', 'SLUICE_REDIS_SENTINEL_NAME',
+        'SLUICE_REDIS_CLUSTER_NODES', 'SLUICE_RELAY_DB', 'SLUICE_RELAY_DB_SCHEMA', 'SLUICE_DRAIN_SECONDS', 'SLUICE_HOST', 'SLUICE_PORT', 'SLUICE_ADMIN_HOST',
+        'SLUICE_ADMIN_PORT', 'SLUICE_ADMIN_TOKEN', 'SLUICE_LOG_LEVEL', 'SLUICE_ACCESS_LOG', 'SLUICE_MAX_CONNECTIONS',
+      ].sort(),
+    );
+    const c = buildConfig({}, {
+      ...ENV,
+      SLUICE_UPSTREAM_CREDENTIAL: 'cred',
+      SLUICE_REDIS_URL: 'redis://h:1',
+      SLUICE_REDIS_SENTINELS: 'a:1, b:2',
+      SLUICE_REDIS_SENTINEL_NAME: 'm',
+      SLUICE_RELAY_DB: 'sqlite:/tmp/relay.db',
+      SLUICE_RELAY_DB_SCHEMA: 'one-api',
+      SLUICE_DRAIN_SECONDS: '5',
+      SLUICE_HOST: '127.0.0.1',
+      SLUICE_ADMIN_HOST: '127.0.0.2',
+      SLUICE_ADMIN_PORT: '9999',
+      SLUICE_ADMIN_TOKEN: 't'.repeat(16),
+      SLUICE_LOG_LEVEL: 'warn',
+    });
+    expect([c.upstream.credential, c.redis.url, c.redis.sentinels, c.redis.sentinelName, c.relayDb.dsn?.dialect, c.relayDb.schema]).toEqual(['cred', 'redis://h:1', ['a:1', 'b:2'], 'm', 'sqlite', 'one-api']);
+    expect([c.drainSeconds, c.host, c.adminHost, c.adminPort, c.adminToken, c.logLevel]).toEqual([5, '127.0.0.1', '127.0.0.2', 9999, 't'.repeat(16), 'warn']);
+    expect(buildConfig({}, { ...ENV, SLUICE_REDIS_URL: 'redis://h:1', SLUICE_REDIS_CLUSTER_NODES: 'a:1' }).redis.clusterNodes).toEqual(['a:1']);
+  });
+
+  it('keeps the defaults the schema has always had', () => {
+    expect(DEFAULTS.server).toEqual({ maxConnections: null, headersTimeoutSeconds: 15, requestTimeoutSeconds: 300, keepAliveTimeoutSeconds: 65 });
+    expect(DEFAULTS.upstream).toEqual({ credential: null, headersTimeoutSeconds: 600 });
+    expect(DEFAULTS.relayDb).toEqual({ url: null, schema: 'auto', poolSize: 2, queryTimeoutMs: 2000, recheckSeconds: 10, staleSeconds: 900 });
+    expect(DEFAULTS.redis).toEqual({ url: null, keyPrefix: 'sluice:', commandTimeoutMs: 100, sentinels: null, sentinelName: null, clusterNodes: null, batchDecisions: true });
+    expect([DEFAULTS.host, DEFAULTS.port, DEFAULTS.adminHost, DEFAULTS.adminPort, DEFAULTS.adminToken, DEFAULTS.logLevel]).toEqual(['0.0.0.0', 8080, '0.0.0.0', 9090, null, 'info']);
+    expect(Object.isFrozen(DEFAULTS.freeTier)).toBe(true);
+  });
+
+  it('names the start-up-only settings from the schema, the admin token as a secret', () => {
+    expect(STARTUP_ONLY.map((s) => [s.path, s.secret])).toEqual([
+      ['upstream.url', false], ['redis', false], ['relayDb', false], ['host', false], ['port', false], ['adminHost', false], ['adminPort', false], ['adminToken', true],
+    ]);
+  });
+
+  it('shows no secret in the public config: a token as [set], an address without its password', () => {
+    const c = buildConfig({ upstream: { credential: 'sk-secret-credential' } }, {
+      SLUICE_UPSTREAM_URL: 'http://u:relaypw@127.0.0.1:3000',
+      SLUICE_ADMIN_TOKEN: 'admin-token-secret-0123',
+      SLUICE_REDIS_URL: 'redis://:redispw@127.0.0.1:6379/2',
+      SLUICE_RELAY_DB: 'postgres://u:dbpw@db:5432/newapi',
+    });
+    const p = publicConfig(c) as { upstream: { url: string; credential: string }; redis: { url: string }; relayDb: { dsn: unknown }; adminToken: string };
+    expect(JSON.stringify(p)).not.toMatch(/relaypw|redispw|dbpw|secret/);
+    expect([p.upstream.url, p.upstream.credential, p.redis.url, p.adminToken]).toEqual(['http://u:***@127.0.0.1:3000/', '[set]', 'redis://:***@127.0.0.1:6379/2', '[set]']);
+    expect(p.relayDb.dsn).toEqual(expect.stringContaining('db'));
+    expect(publicConfig(buildConfig({}, ENV))).toMatchObject({ upstream: { credential: null }, redis: { url: null }, relayDb: { dsn: null }, adminToken: null });
   });
 
   it('bounds bodies, connections and waits by default, sized to the shipped memory limit', () => {
@@ -77,7 +141,7 @@ describe('config', () => {
     [{ upstream: { credential: 5 } }, /"upstream.credential" must be a non-empty string/],
     [{ logLevel: 'loud' }, /"logLevel" must be one of/],
     [{ accessLog: 'some' }, /"accessLog" must be one of all, errors, off/],
-    [{ accessLog: true }, /"accessLog" must be a non-empty string/],
+    [{ accessLog: true }, /"accessLog" must be one of all, errors, off, got true/],
     [{ limits: { onStoreError: 'maybe' } }, /"limits.onStoreError" must be "open" or "closed"/],
     [{ limits: { rememberRefusalsSeconds: -1 } }, /limits.rememberRefusalsSeconds/],
     [{ limits: { rememberRefusalsSeconds: 3601 } }, /limits.rememberRefusalsSeconds/],

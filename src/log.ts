@@ -4,6 +4,7 @@
  */
 import { writeSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
+import { CONFIG_REDACT_PATHS } from './config/schema.js';
 
 /**
  * Named exactly, never with wildcards: a wildcard path (`*.key`) makes pino walk every field of
@@ -22,9 +23,7 @@ const REDACT_PATHS = [
   'credential',
   'adminToken',
   'token',
-  'config.adminToken',
-  'config.upstream.credential',
-  'config.redis.url',
+  ...CONFIG_REDACT_PATHS,
 ];
 
 /**

@@ -47,7 +47,7 @@ describe('applyReload', () => {
     );
     expect(next.adminToken).not.toBe(running.adminToken);
     const { config, ignored } = applyReload(running, next);
-    expect(ignored).toEqual(['upstream.url', 'redis', 'host/port', 'adminHost/adminPort']);
+    expect(ignored).toEqual(['upstream.url', 'redis', 'port', 'adminPort']);
     expect(config.upstream.url.href).toBe(running.upstream.url.href);
     expect(config.redis).toEqual(running.redis);
     expect([config.host, config.port, config.adminHost, config.adminPort]).toEqual([running.host, running.port, running.adminHost, running.adminPort]);

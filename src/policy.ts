@@ -6,6 +6,7 @@
 import type { BlockList } from 'node:net';
 import type { Clock } from './clock.js';
 import { trustedProxyList, type Config } from './config.js';
+import { STARTUP_ONLY } from './config/schema.js';
 import { FreeTierLimiter } from './limits/free-tier.js';
 import type { LimitStore } from './limits/guard.js';
 import { IpLimiter } from './limits/ip.js';
@@ -27,29 +28,32 @@ export function buildPolicy(config: Config, limits: LimitStore, clock: Clock): P
   };
 }
 
-/**
- * Settings that only take effect at start-up (listeners, the relay URL, the Redis connection),
- * each listed once: how a reload tells it changed (`read`) and how the running value is kept.
- */
-const STARTUP_ONLY: ReadonlyArray<{ name: string; read: (c: Config) => string; keep: (c: Config, running: Config) => Config }> = [
-  { name: 'upstream.url', read: (c) => c.upstream.url.href, keep: (c, r) => ({ ...c, upstream: { ...c.upstream, url: r.upstream.url } }) },
-  { name: 'redis', read: (c) => JSON.stringify(c.redis), keep: (c, r) => ({ ...c, redis: r.redis }) },
-  { name: 'relayDb', read: (c) => JSON.stringify(c.relayDb), keep: (c, r) => ({ ...c, relayDb: r.relayDb }) },
-  { name: 'host/port', read: (c) => `${c.host}:${c.port}`, keep: (c, r) => ({ ...c, host: r.host, port: r.port }) },
-  { name: 'adminHost/adminPort', read: (c) => `${c.adminHost}:${c.adminPort}`, keep: (c, r) => ({ ...c, adminHost: r.adminHost, adminPort: r.adminPort }) },
-];
+type Tree = Record<string, unknown>;
+
+function at(c: Config, path: readonly string[]): unknown {
+  let v: unknown = c;
+  for (const k of path) v = (v as Tree)[k];
+  return v;
+}
+
+/** `into` with the value at `path` taken from `from`, copying only the objects on the way. */
+function keep(into: Tree, from: Tree, path: readonly string[]): Tree {
+  const [k, ...rest] = path as [string, ...string[]];
+  return { ...into, [k]: rest.length === 0 ? from[k] : keep(into[k] as Tree, from[k] as Tree, rest) };
+}
 
 /**
  * The config a reload puts in force: everything from the new file but the start-up-only
- * settings, which keep their running values; `ignored` names those the file tried to change.
+ * settings of the schema (src/config/schema.ts), which keep their running values; `ignored`
+ * names those the file tried to change. A secret (the admin token) is kept without being named.
  */
 export function applyReload(running: Config, next: Config): { config: Config; ignored: string[] } {
-  // The admin token is read at start-up too; a secret, so it is kept without being named.
-  let config: Config = { ...next, adminToken: running.adminToken };
+  let config = next;
   const ignored: string[] = [];
   for (const s of STARTUP_ONLY) {
-    if (s.read(running) !== s.read(next)) ignored.push(s.name);
-    config = s.keep(config, running);
+    const path = s.configPath.split('.');
+    if (!s.secret && JSON.stringify(at(running, path)) !== JSON.stringify(at(next, path))) ignored.push(s.path);
+    config = keep(config as unknown as Tree, running as unknown as Tree, path) as unknown as Config;
   }
   return { config, ignored };
 }

@@ -28,7 +28,7 @@ export class RedisStore implements Store {
   private closed = false;
 
   constructor(opts: RedisStoreOptions) {
-    const prefix = opts.keyPrefix ?? DEFAULTS.redisKeyPrefix;
+    const prefix = opts.keyPrefix ?? DEFAULTS.redis.keyPrefix;
     const channel = `${prefix}keys:changed`;
     const base = baseOptions(opts);
     this.client = connect(opts, { ...base, scripts: SCRIPTS });

@@ -9,7 +9,7 @@ import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { descriptorBound } from '../../src/connections.js';
-import { DEFAULTS } from '../../src/config.js';
+import { MAX_CONNECTIONS_CAP } from '../../src/config.js';
 import { startRelayStandin, STANDIN_TEXT, type RelayStandin } from '../../demo/relay.js';
 import { useHarness } from '../support/harness.js';
 import { metricValue, metricsText } from '../support/helpers.js';
@@ -116,7 +116,7 @@ describe('memory: request bodies in flight (sluice as its own process)', () => {
     // Memory: the peak (VmHWM) must leave room under the Pod limit for the default connection cap
     // of open streams (docs/operations.md, Sizing).
     const { peak } = child.memory();
-    const room = limit - DEFAULTS.maxConnections * STREAM_BYTES;
+    const room = limit - MAX_CONNECTIONS_CAP * STREAM_BYTES;
     console.info(`[hostile memory] idle ${(idle / MiB).toFixed(1)} MiB, peak ${(peak / MiB).toFixed(1)} MiB, limit ${limit / MiB} MiB, room for bodies ${(room / MiB).toFixed(0)} MiB`);
     expect(peak, `peak RSS ${(peak / MiB).toFixed(0)} MiB (idle ${(idle / MiB).toFixed(0)} MiB) against ${(room / MiB).toFixed(0)} MiB`).toBeLessThan(room);
 

@@ -84,7 +84,7 @@ export function baseOptions(opts: RedisStoreOptions): RedisOptions {
     // one tick (under HTTP load, one request): with it ioredis made fewer decisions a second, at
     // more CPU (docs/performance.md).
     enableAutoPipelining: false,
-    commandTimeout: opts.commandTimeoutMs ?? DEFAULTS.redisCommandTimeoutMs,
+    commandTimeout: opts.commandTimeoutMs ?? DEFAULTS.redis.commandTimeoutMs,
     connectTimeout: opts.connectTimeoutMs ?? 2000,
     retryStrategy: reconnectDelay,
     lazyConnect: false,

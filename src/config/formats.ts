@@ -1,0 +1,106 @@
+/**
+ * The string formats settings use beyond "a non-empty string". Each is registered with TypeBox,
+ * so the schema checks it, and says in words what is wrong: the loader puts that after the key
+ * ("config key "trustedProxies[0]" has an invalid prefix length: ..."), and the generated
+ * docs/configuration.md shows `doc`.
+ */
+import { isIP } from 'node:net';
+import { FormatRegistry } from '@sinclair/typebox';
+
+export interface Format {
+  /** What a valid value is, for the documentation's range column. */
+  doc: string;
+  /** One item, for "must name at least one <noun>" when a list of them is empty. */
+  noun: string;
+  /** Null when the value is valid; else what is wrong with it, put after `config key "<key>"`. */
+  problem: (value: string) => string | null;
+}
+
+export function parseCidr(entry: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } | 'address' | 'prefix' {
+  const [addr = '', bits] = entry.trim().split('/');
+  const fam = isIP(addr);
+  if (fam === 0) return 'address';
+  const max = fam === 4 ? 32 : 128;
+  const prefix = bits === undefined ? max : Number(bits);
+  if (!Number.isInteger(prefix) || prefix < 0 || prefix > max || (bits !== undefined && !/^\d+$/.test(bits))) return 'prefix';
+  return { address: addr, prefix, family: fam === 4 ? 'ipv4' : 'ipv6' };
+}
+
+function urlProblem(s: string, protocols: readonly string[], expected: string, showValue: boolean): string | null {
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    // A Redis URL may hold a password: it is not repeated.
+    return showValue ? `is not a valid URL: ${JSON.stringify(s)}` : 'is not a valid URL';
+  }
+  if (!protocols.includes(u.protocol)) return `must be ${expected}, got ${u.protocol}`;
+  return null;
+}
+
+export const FORMATS = {
+  'http-url': {
+    doc: 'http:// or https:// URL',
+    noun: 'URL',
+    problem: (s) => urlProblem(s, ['http:', 'https:'], 'an http:// or https:// URL', true),
+  },
+  'redis-url': {
+    doc: 'redis:// or rediss:// URL',
+    noun: 'URL',
+    problem: (s) => urlProblem(s, ['redis:', 'rediss:'], 'a redis:// or rediss:// URL', false),
+  },
+  cidr: {
+    doc: 'IP address or CIDR (10.0.0.0/8, fd00::/8)',
+    noun: 'address',
+    problem: (s) => {
+      const r = parseCidr(s);
+      if (r === 'address') return `has an invalid address: ${JSON.stringify(s)}`;
+      if (r === 'prefix') return `has an invalid prefix length: ${JSON.stringify(s)}`;
+      return null;
+    },
+  },
+  'time-zone': {
+    doc: 'IANA time zone',
+    noun: 'time zone',
+    problem: (s) => {
+      try {
+        new Intl.DateTimeFormat('en-US', { timeZone: s });
+        return null;
+      } catch {
+        return `is not a known IANA time zone: ${JSON.stringify(s)}`;
+      }
+    },
+  },
+  'host-port': {
+    doc: 'host:port entries (a comma-separated string too)',
+    noun: 'host:port',
+    problem: (s) => (/^[^\s:]+:\d{1,5}$/.test(s) || /^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(s) ? null : `must be host:port, got ${JSON.stringify(s)}`),
+  },
+  'key-prefix': {
+    doc: 'no "{" or "}"',
+    noun: 'prefix',
+    problem: (s) => (s.includes('{') || s.includes('}') ? 'must not contain "{" or "}" (they would break Cluster hash tags)' : null),
+  },
+  'rule-name': {
+    doc: 'letters, digits, "_", "-", "."; unique',
+    noun: 'name',
+    problem: (s) => (/^[A-Za-z0-9_.-]+$/.test(s) ? null : 'may hold only letters, digits, "_", "-" and "."'),
+  },
+  'limit-path': {
+    doc: 'paths starting with "/", a prefix when ending in "*"',
+    noun: 'path',
+    problem: (s) => {
+      if (!s.startsWith('/')) return 'must start with "/"';
+      if (s.indexOf('*') !== -1 && s.indexOf('*') !== s.length - 1) return 'may hold "*" only at its end (a prefix)';
+      return null;
+    },
+  },
+} satisfies Record<string, Format>;
+
+export type FormatName = keyof typeof FORMATS;
+
+export function formatOf(name: string): Format | undefined {
+  return (FORMATS as Record<string, Format>)[name];
+}
+
+for (const [name, f] of Object.entries(FORMATS)) FormatRegistry.Set(name, (v) => (f as Format).problem(v) === null);
