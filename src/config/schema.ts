@@ -65,7 +65,7 @@ export const SETTINGS = Type.Object({
         format: 'http-url',
         env: 'SLUICE_UPSTREAM_URL',
         startupOnly: true,
-        description: 'The base URL of the relay sluice fronts (e.g. http://127.0.0.1:3000).',
+        description: 'The base URL of the relay sluice fronts (e.g. `http://127.0.0.1:3000`).',
       }),
       credential: textOrNull({
         env: 'SLUICE_UPSTREAM_CREDENTIAL',
