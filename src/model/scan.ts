@@ -381,9 +381,7 @@ function decodeString(buf: Buffer, start: number, end: number): string {
         pos += size;
         continue;
       }
-      if (pos > runStart) parts.push(buf.toString('utf8', runStart, pos));
-      parts.push('\uFFFD');
-      runStart = ++pos;
+      runStart = pos = replaceIllFormedByte(buf, parts, runStart, pos);
       continue;
     }
 
@@ -421,6 +419,16 @@ function decodeString(buf: Buffer, start: number, end: number): string {
 }
 
 /**
+ * Pushes the text of the run [runStart, pos) and a U+FFFD for the byte at `pos`, which begins no
+ * well-formed UTF-8 sequence; returns where the next run starts, past that byte.
+ */
+function replaceIllFormedByte(buf: Buffer, parts: string[], runStart: number, pos: number): number {
+  if (pos > runStart) parts.push(buf.toString('utf8', runStart, pos));
+  parts.push('\uFFFD');
+  return pos + 1;
+}
+
+/**
  * Bytes as a Go string becomes valid UTF-8 when encoding/json writes it: each byte of an ill-formed
  * sequence turns into its own U+FFFD.
  */
@@ -441,9 +449,7 @@ export function decodeGoString(buf: Buffer): string {
       pos += size;
       continue;
     }
-    if (pos > runStart) parts.push(buf.toString('utf8', runStart, pos));
-    parts.push('\uFFFD');
-    runStart = ++pos;
+    runStart = pos = replaceIllFormedByte(buf, parts, runStart, pos);
   }
   if (buf.length > runStart) parts.push(buf.toString('utf8', runStart, buf.length));
   return parts.join('');
