@@ -9,6 +9,7 @@ import OpenAI, { APIError, RateLimitError } from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import { bodyJson, lastRequest, rejectionOf } from '../test/support/helpers.js';
+import { expectStandinMessageStream, expectStandinModelList } from '../test/support/sdk.js';
 import { STANDIN_MODELS, STANDIN_TEXT, standinDeltas, startRelayStandin } from './relay.js';
 import type { RelayStandin } from './relay.js';
 
@@ -153,12 +154,7 @@ describe('openai SDK, directly against the stand-in', () => {
   });
 
   it('models.list', async () => {
-    const ids: string[] = [];
-    for await (const m of openai.models.list()) {
-      expect(m.object).toBe('model');
-      ids.push(m.id);
-    }
-    expect(ids).toEqual([...STANDIN_MODELS]);
+    await expectStandinModelList(openai);
     expect(lastRequest(relay).headers['authorization']).toBe(`Bearer ${KEY}`);
   });
 
@@ -328,16 +324,7 @@ describe('anthropic SDK, directly against the stand-in', () => {
       max_tokens: 64,
       messages: [{ role: 'user', content: 'hi' }],
     });
-    let texts = '';
-    stream.on('text', (t) => {
-      texts += t;
-    });
-    const finalText = await stream.finalText();
-    const final = await stream.finalMessage();
-    expect(finalText).toBe(STANDIN_TEXT);
-    expect(texts).toBe(STANDIN_TEXT);
-    expect(final.stop_reason).toBe('end_turn');
-    expect(final.usage.output_tokens).toBeGreaterThan(0);
+    await expectStandinMessageStream(stream);
     expect(bodyJson(lastRequest(relay))['stream']).toBe(true);
   });
 

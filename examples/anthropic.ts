@@ -7,16 +7,9 @@
  *   SLUICE_API_KEY=sk-... npx tsx examples/anthropic.ts --burst   # call until the free tier says no
  */
 import Anthropic, { APIError, AuthenticationError } from '@anthropic-ai/sdk';
+import { FREE, PAID, SLUICE_URL, apiKeyOrExit, burstIfAsked, freeTierAdvice } from './free-tier.js';
 
-const baseURL = (process.env.SLUICE_BASE_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
-const apiKey = process.env.SLUICE_API_KEY;
-if (!apiKey) {
-  console.error('SLUICE_API_KEY is not set: run `npm run demo` and copy the key it prints, then\n  SLUICE_API_KEY=sk-... npx tsx examples/anthropic.ts');
-  process.exit(1);
-}
-
-const FREE = 'vend-flash-free';
-const PAID = FREE.replace(/-free$/, ''); // the paid counterpart: use it for stable service
+const apiKey = apiKeyOrExit('examples/anthropic.ts');
 const params = (model: string): Anthropic.MessageCreateParamsNonStreaming => ({
   model,
   max_tokens: 256,
@@ -29,7 +22,7 @@ const params = (model: string): Anthropic.MessageCreateParamsNonStreaming => ({
 // sleep for Retry-After itself and try again).
 const client = new Anthropic({
   apiKey,
-  baseURL,
+  baseURL: SLUICE_URL,
   maxRetries: 0,
   defaultHeaders: { 'x-api-key': apiKey, authorization: null, 'anthropic-version': '2023-06-01' },
 });
@@ -37,21 +30,6 @@ const client = new Anthropic({
 /** sluice's error bodies are `{ error: { code, message, type } }`; the SDK keeps the body in `err.error`. */
 function errorCode(err: APIError): string | undefined {
   return (err.error as { error?: { code?: string } } | undefined)?.error?.code;
-}
-
-/** What to do about a free-tier error, by its code; null for any other error. */
-function freeTierAdvice(err: unknown): string | null {
-  if (!(err instanceof APIError)) return null;
-  switch (errorCode(err)) {
-    case 'free_tier_rate_limited': // 429, RateLimitError
-      return `per-minute free-tier limit: retry after ${err.headers?.get('retry-after') ?? '?'} s`;
-    case 'free_tier_daily_exhausted': // 402, PaymentRequiredError
-      return 'daily free-tier limit reached: it resets at 00:00 Beijing time';
-    case 'free_tier_exhausted': // 402, PaymentRequiredError
-      return 'the upstream free tier is busy: back off 30 to 60 s';
-    default:
-      return null;
-  }
 }
 
 const text = (msg: Anthropic.Message): string => msg.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
@@ -66,19 +44,14 @@ async function main(): Promise<void> {
     await stream.finalMessage(); // rejects with the same error classes as messages.create
     process.stdout.write('\n');
 
-    if (process.argv.includes('--burst')) {
-      for (let i = 1; i <= 120; i++) {
-        await client.messages.create(params(FREE));
-        process.stdout.write(`\rburst: ${i} more free calls admitted`);
-      }
-      process.stdout.write('\n');
-    }
+    await burstIfAsked(() => client.messages.create(params(FREE)));
   } catch (err) {
     if (err instanceof AuthenticationError) {
       console.error(`401: sluice did not accept the key (${err.apiMessage ?? err.message})`);
       process.exit(1);
     }
-    const advice = freeTierAdvice(err);
+    // The 429 is a RateLimitError, the 402s PaymentRequiredError; Retry-After is in err.headers.
+    const advice = err instanceof APIError ? freeTierAdvice(errorCode(err), err.headers?.get('retry-after')) : null;
     if (advice === null) throw err;
     console.log(`\ncaught ${(err as APIError).status} ${errorCode(err as APIError)}: ${advice}`);
     console.log(`paid     (${PAID}): ${text(await client.messages.create(params(PAID)))}`);

@@ -12,6 +12,13 @@ function collector(minRequests = 1000, idleMs = 30_000) {
     ticks: (from: number, to: number) => {
       for (let now = from; now <= to; now += 5_000) c.tick(now);
     },
+    /** A check at each `now` in turn, each followed by the collections counted so far. */
+    expectAfter: (...steps: Array<[now: number, collections: number]>) => {
+      for (const [now, n] of steps) {
+        c.tick(now);
+        expect(collections).toBe(n);
+      }
+    },
     serve: (n: number) => (served += n),
     setOpen: (n: number) => (open = n),
     get collections() {
@@ -33,18 +40,12 @@ describe('IdleCollector', () => {
   it('collects once after enough requests and a quiet spell, and not again until traffic returns', () => {
     const t = collector();
     t.serve(5_000);
-    t.c.tick(0); // traffic seen: quiet from now on
-    t.c.tick(25_000);
-    expect(t.collections).toBe(0);
+    t.expectAfter([0, 0], [25_000, 0]); // traffic seen at 0: quiet from then on
     expect(t.c.tick(30_000)).toBe(true);
     t.ticks(35_000, 300_000);
     expect(t.collections).toBe(1);
     t.serve(10);
-    t.c.tick(305_000);
-    t.c.tick(330_000);
-    expect(t.collections).toBe(1);
-    t.c.tick(335_000);
-    expect(t.collections).toBe(2);
+    t.expectAfter([305_000, 1], [330_000, 1], [335_000, 2]);
   });
 
   it('never collects while a request is in flight (an open stream counts as served only when it ends)', () => {
@@ -55,11 +56,7 @@ describe('IdleCollector', () => {
     expect(t.collections).toBe(0);
     // The quiet spell starts at the last check that saw a request open (300 s).
     t.setOpen(0);
-    t.c.tick(305_000);
-    t.c.tick(325_000);
-    expect(t.collections).toBe(0);
-    t.c.tick(330_000);
-    expect(t.collections).toBe(1);
+    t.expectAfter([305_000, 0], [325_000, 0], [330_000, 1]);
   });
 
   it('waits while requests keep arriving', () => {

@@ -1,27 +1,16 @@
-import http from 'node:http';
 import net from 'node:net';
-import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useServers } from '../../test/support/servers.js';
 import { createProxyEngine, createUpstreamAgent, engineTarget } from './engine.js';
 
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const c of closers.splice(0)) c();
-});
-
-async function listen(handler: http.RequestListener): Promise<number> {
-  const server = http.createServer(handler);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  closers.push(() => server.close());
-  return (server.address() as AddressInfo).port;
-}
+const { listen, onClose } = useServers();
 
 describe('the upstream agent', () => {
   it('opens relay connections with connection fields only: the first request’s headers (its key among them) are not kept with the socket', async () => {
     const relayPort = await listen((req, res) => res.end(`auth=${req.headers.authorization ?? ''}`));
     const upstream = new URL(`http://127.0.0.1:${relayPort}`);
     const agent = createUpstreamAgent(upstream);
-    closers.push(() => agent.destroy());
+    onClose(() => agent.destroy());
     // What Node's Agent holds for the socket's life is what it opens the connection with.
     const opened: Array<Record<string, unknown>> = [];
     const opener = agent as unknown as { createConnection: (o: net.NetConnectOpts, cb: () => void) => net.Socket };

@@ -1,23 +1,11 @@
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import net from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { useServers } from '../../test/support/servers.js';
 import { BodyBudget } from '../body-budget.js';
 import { Forwarder, type ForwardResult } from './proxy.js';
 
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const c of closers.splice(0)) c();
-});
-
-async function listen(handler: http.RequestListener): Promise<number> {
-  const server = http.createServer(handler);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  closers.push(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  return (server.address() as AddressInfo).port;
-}
+const { listen, onClose } = useServers();
 
 /** A front server that forwards every request with `forwarder`, reporting each result. */
 async function front(forwarder: Forwarder, results: ForwardResult[], body?: (req: http.IncomingMessage) => { body: Buffer; budget: BodyBudget } | null): Promise<number> {
@@ -51,7 +39,7 @@ describe('Forwarder: the wait for the relay\'s headers', () => {
       res.end('fast');
     });
     const forwarder = new Forwarder({ upstream: new URL(`http://127.0.0.1:${relayPort}`), headersTimeoutSeconds: 1 });
-    closers.push(() => forwarder.close());
+    onClose(() => forwarder.close());
     const results: ForwardResult[] = [];
     const port = await front(forwarder, results);
 
@@ -73,7 +61,7 @@ describe('Forwarder: the wait for the relay\'s headers', () => {
   it('does not bound anything with a timeout of 0', async () => {
     const relayPort = await listen((_req, res) => setTimeout(() => res.end('late'), 1_300));
     const forwarder = new Forwarder({ upstream: new URL(`http://127.0.0.1:${relayPort}`), headersTimeoutSeconds: 0 });
-    closers.push(() => forwarder.close());
+    onClose(() => forwarder.close());
     const r = await get(await front(forwarder, []), '/x');
     expect(r).toMatchObject({ status: 200, text: 'late' });
   });
@@ -84,7 +72,7 @@ describe('Forwarder: descriptors', () => {
     const relayPort = await listen((_req, res) => res.end('ok'));
     const seen: Error[] = [];
     const forwarder = new Forwarder({ upstream: new URL(`http://127.0.0.1:${relayPort}`), onOutOfSockets: (err) => seen.push(err) });
-    closers.push(() => forwarder.close());
+    onClose(() => forwarder.close());
     // What a connect gives when the process is out of descriptors.
     (forwarder.agent as unknown as { createConnection: () => net.Socket }).createConnection = () => {
       const s = new net.Socket();
@@ -111,7 +99,7 @@ describe('Forwarder: the body\'s share of the budget', () => {
       req.on('end', () => (answer = () => res.end('done')));
     });
     const forwarder = new Forwarder({ upstream: new URL(`http://127.0.0.1:${relayPort}`) });
-    closers.push(() => forwarder.close());
+    onClose(() => forwarder.close());
     const port = await front(forwarder, [], () => ({ body: Buffer.alloc(300_000, 0x61), budget }));
     const pending = get(port, '/v1/responses');
     const deadline = Date.now() + 3_000;
@@ -133,7 +121,7 @@ describe('Forwarder: requests leave at the end of the event-loop turn', () => {
       res.end('ok');
     });
     const forwarder = new Forwarder({ upstream: new URL(`http://127.0.0.1:${relayPort}`) });
-    closers.push(() => forwarder.close());
+    onClose(() => forwarder.close());
     const results: ForwardResult[] = [];
     let forwarded = 0;
     const port = await listen((req, res) => {
@@ -160,7 +148,7 @@ describe('Forwarder: requests leave at the end of the event-loop turn', () => {
       res.end(req.url);
     });
     const forwarder = new Forwarder({ upstream: new URL(`http://127.0.0.1:${relayPort}`) });
-    closers.push(() => forwarder.close());
+    onClose(() => forwarder.close());
     const port = await front(forwarder, []);
     const paths = Array.from({ length: 20 }, (_, i) => `/v1/models/m${i}`);
     const answers = await Promise.all(paths.map((p) => get(port, p)));

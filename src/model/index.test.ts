@@ -97,26 +97,30 @@ describe('requestedModel: every route where the relay reads a model', () => {
     requestedModel(method, path, headers, body === null ? null : Buffer.from(body), MB, undefined, undefined, undefined, query);
 
   it.each([
+    // text, by the API that shapes it
     '/v1/chat/completions',
+    '/pg/chat/completions',
     '/v1/completions',
-    '/v1/messages',
+    '/v1/edits',
     '/v1/responses',
     '/v1/responses/compact',
+    '/v1/messages',
+    '/v1/alpha/search',
+    // vectors and scores
     '/v1/embeddings',
+    '/v1/engines/text-embedding-3-small/embeddings',
     '/v1/rerank',
     '/v1/moderations',
+    // media
     '/v1/images/generations',
     '/v1/images/edits',
     '/v1/audio/speech',
     '/v1/audio/transcriptions',
     '/v1/audio/translations',
-    '/v1/alpha/search',
-    '/v1/edits',
     '/v1/videos',
     '/v1/video/generations',
-    '/pg/chat/completions',
     '/kling/v1/videos/text2video',
-    '/v1/engines/text-embedding-3-small/embeddings',
+    // a route the relay may add later
     '/v1/some/future/route',
   ])('POST %s with a JSON body names its model', (path) => {
     expect(at('POST', path, JSON_CT, free)).toEqual({ ok: true, model: 'vend-flash-free' });

@@ -102,16 +102,12 @@ export function scanModel(body: Buffer, hints?: StructureHints): ModelScan {
 function scanTopLevelObject(buf: Buffer, start: number, hints: StructureHints | undefined): ModelScan {
   let model: string | undefined;
   let pos = skipWhitespace(buf, start);
-  if (buf[pos] === RBRACE) {
-    pos++;
-  } else {
+  if (buf[pos] !== RBRACE) {
     for (;;) {
       if (buf[pos] !== QUOTE) unexpected(buf, pos, 'a key string');
       const keyEnd = hints?.stringEnd(pos + 1) ?? stringEnd(buf, pos + 1);
       const isModel = isModelKey(buf, pos + 1, keyEnd);
-      pos = skipWhitespace(buf, keyEnd + 1);
-      if (buf[pos] !== COLON) unexpected(buf, pos, "':'");
-      pos = skipWhitespace(buf, pos + 1);
+      pos = valueStart(buf, keyEnd);
 
       if (isModel) {
         const c = buf[pos];
@@ -135,21 +131,29 @@ function scanTopLevelObject(buf: Buffer, start: number, hints: StructureHints | 
       }
 
       pos = skipWhitespace(buf, pos);
-      const c = buf[pos];
-      if (c === COMMA) {
-        pos = skipWhitespace(buf, pos + 1);
-        continue;
-      }
-      if (c === RBRACE) {
-        pos++;
-        break;
-      }
-      unexpected(buf, pos, "',' or '}'");
+      if (buf[pos] !== COMMA) break;
+      pos = skipWhitespace(buf, pos + 1);
     }
   }
-  pos = skipWhitespace(buf, pos);
-  if (pos < buf.length) fail(`unexpected ${describeAt(buf, pos)} after the top-level object`);
+  endTopLevelObject(buf, pos);
   return model === undefined ? { kind: 'absent' } : { kind: 'found', model };
+}
+
+/** Where the value starts of a member whose key string closes at `keyEnd`: past the ':' and the whitespace around it. */
+function valueStart(buf: Buffer, keyEnd: number): number {
+  const pos = skipWhitespace(buf, keyEnd + 1);
+  if (buf[pos] !== COLON) unexpected(buf, pos, "':'");
+  return skipWhitespace(buf, pos + 1);
+}
+
+/**
+ * The top-level object's members end at `pos` (no ',' stands there): its '}' must, and after it
+ * nothing but whitespace.
+ */
+function endTopLevelObject(buf: Buffer, pos: number): void {
+  if (buf[pos] !== RBRACE) unexpected(buf, pos, "',' or '}'");
+  pos = skipWhitespace(buf, pos + 1);
+  if (pos < buf.length) fail(`unexpected ${describeAt(buf, pos)} after the top-level object`);
 }
 
 function skipWhitespace(buf: Buffer, pos: number): number {
@@ -377,9 +381,7 @@ function decodeString(buf: Buffer, start: number, end: number): string {
         pos += size;
         continue;
       }
-      if (pos > runStart) parts.push(buf.toString('utf8', runStart, pos));
-      parts.push('\uFFFD');
-      runStart = ++pos;
+      runStart = pos = replaceIllFormedByte(buf, parts, runStart, pos);
       continue;
     }
 
@@ -417,6 +419,16 @@ function decodeString(buf: Buffer, start: number, end: number): string {
 }
 
 /**
+ * Pushes the text of the run [runStart, pos) and a U+FFFD for the byte at `pos`, which begins no
+ * well-formed UTF-8 sequence; returns where the next run starts, past that byte.
+ */
+function replaceIllFormedByte(buf: Buffer, parts: string[], runStart: number, pos: number): number {
+  if (pos > runStart) parts.push(buf.toString('utf8', runStart, pos));
+  parts.push('\uFFFD');
+  return pos + 1;
+}
+
+/**
  * Bytes as a Go string becomes valid UTF-8 when encoding/json writes it: each byte of an ill-formed
  * sequence turns into its own U+FFFD.
  */
@@ -437,9 +449,7 @@ export function decodeGoString(buf: Buffer): string {
       pos += size;
       continue;
     }
-    if (pos > runStart) parts.push(buf.toString('utf8', runStart, pos));
-    parts.push('\uFFFD');
-    runStart = ++pos;
+    runStart = pos = replaceIllFormedByte(buf, parts, runStart, pos);
   }
   if (buf.length > runStart) parts.push(buf.toString('utf8', runStart, buf.length));
   return parts.join('');
@@ -470,16 +480,12 @@ export function scanStringFields(body: Buffer, names: readonly string[], mode: F
   const values: (string | undefined)[] = names.map(() => undefined);
   try {
     pos = skipWhitespace(body, pos + 1);
-    if (body[pos] === RBRACE) {
-      pos++;
-    } else {
+    if (body[pos] !== RBRACE) {
       for (;;) {
         if (body[pos] !== QUOTE) unexpected(body, pos, 'a key string');
         const keyEnd = stringEnd(body, pos + 1);
         const key = decodeString(body, pos + 1, keyEnd);
-        pos = skipWhitespace(body, keyEnd + 1);
-        if (body[pos] !== COLON) unexpected(body, pos, "':'");
-        pos = skipWhitespace(body, pos + 1);
+        pos = valueStart(body, keyEnd);
         let value: string | null | undefined;
         if (body[pos] === QUOTE) {
           const valueEnd = stringEnd(body, pos + 1);
@@ -497,20 +503,11 @@ export function scanStringFields(body: Buffer, names: readonly string[], mode: F
           else if (value === undefined) fail(`"${key}" must be a string`);
         }
         pos = skipWhitespace(body, pos);
-        const c = body[pos];
-        if (c === COMMA) {
-          pos = skipWhitespace(body, pos + 1);
-          continue;
-        }
-        if (c === RBRACE) {
-          pos++;
-          break;
-        }
-        unexpected(body, pos, "',' or '}'");
+        if (body[pos] !== COMMA) break;
+        pos = skipWhitespace(body, pos + 1);
       }
     }
-    pos = skipWhitespace(body, pos);
-    if (pos < body.length) fail(`unexpected ${describeAt(body, pos)} after the top-level object`);
+    endTopLevelObject(body, pos);
     return { kind: 'found', values };
   } catch (err) {
     if (err instanceof ScanError) return { kind: 'invalid', reason: err.message };

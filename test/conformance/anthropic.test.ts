@@ -7,7 +7,7 @@
  * sluice's errors are OpenAI-shaped on every route, so the SDK's `err.error` is the whole body
  * `{ error: { code, message, type } }`: the code is `err.error.error.code`.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import Anthropic, {
   APIError,
   APIUserAbortError,
@@ -16,20 +16,13 @@ import Anthropic, {
   RateLimitError,
   type ClientOptions,
 } from '@anthropic-ai/sdk';
-import { ManualClock, STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
+import { STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
 import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
+import { expectStandinMessageStream } from '../support/sdk.js';
 import { STANDIN_MODELS, STANDIN_TEXT } from '../../demo/relay.js';
-import {
-  BEIJING_NOON,
-  FREE,
-  PAID,
-  REQUEST_ID_SUFFIX,
-  countingFetch,
-  expectForwardedAuth,
-  freshKey,
-} from './support.js';
+import { BAD_KEY, FREE, PAID, REQUEST_ID_SUFFIX, countingFetch, expectEachRejected, expectForwardedAuth, freshKey, hi, useKeyedClient } from './support.js';
+import { ONE_FREE_CALL_A_SECOND, expectEachRejectedOnce, expectRetriedAfterRetryAfter, spendTheDay, useFreeTierHarness } from './free-tier.js';
 
-const hi = [{ role: 'user' as const, content: 'hi' }];
 const params = (model = FREE): Anthropic.MessageCreateParamsNonStreaming => ({ model, max_tokens: 64, messages: hi });
 
 type HeaderForm = 'sdk-default' | 'x-api-key';
@@ -54,18 +47,21 @@ function codeOf(err: unknown): string | undefined {
   return ((err as APIError).error as { error?: { code?: string } } | undefined)?.error?.code;
 }
 
+/** A 402 as this SDK raises it: a PaymentRequiredError with `code`. */
+function expect402(err: unknown, code: string): PaymentRequiredError {
+  expect(err).toBeInstanceOf(PaymentRequiredError);
+  const e = err as PaymentRequiredError;
+  expect(e.status).toBe(402);
+  expect(codeOf(e)).toBe(code);
+  return e;
+}
+
 describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through sluice (%s headers): calls', (form) => {
   const h = useHarness({ store: 'redis' });
-  let key: string;
-  let anthropic: Anthropic;
-
-  beforeAll(async () => {
-    key = await freshKey(h, 'an');
-    anthropic = client(h, key, form);
-  });
+  const caller = useKeyedClient(h, 'an', (key) => client(h, key, form));
 
   it('messages.create', async () => {
-    const msg = await anthropic.messages.create(params());
+    const msg = await caller.sdk.messages.create(params());
     expect(msg.type).toBe('message');
     expect(msg.role).toBe('assistant');
     expect(msg.model).toBe(FREE);
@@ -76,24 +72,14 @@ describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through s
 
     const r = lastRequest(h.relay);
     expect(r.url).toBe('/v1/messages');
-    expectForwardedAuth(r, key, form === 'x-api-key' ? 'x-api-key' : 'authorization');
+    expectForwardedAuth(r, caller.key, form === 'x-api-key' ? 'x-api-key' : 'authorization');
     expect(r.headers['anthropic-version']).toMatch(VERSION[form]);
     expect(bodyJson(r)).toMatchObject({ model: FREE, max_tokens: 64 });
   });
 
   it('messages.stream yields the complete text, the stop reason and usage', async () => {
     h.relay.behave(() => true, { sseEvents: 12 });
-    const stream = anthropic.messages.stream(params());
-    let texts = '';
-    stream.on('text', (t) => {
-      texts += t;
-    });
-    const finalText = await stream.finalText();
-    const final = await stream.finalMessage();
-    expect(finalText).toBe(STANDIN_TEXT);
-    expect(texts).toBe(STANDIN_TEXT);
-    expect(final.stop_reason).toBe('end_turn');
-    expect(final.usage.output_tokens).toBeGreaterThan(0);
+    await expectStandinMessageStream(caller.sdk.messages.stream(params()));
     const r = lastRequest(h.relay);
     expect(bodyJson(r)['stream']).toBe(true);
     expect(r.headers['anthropic-version']).toMatch(VERSION[form]);
@@ -101,7 +87,7 @@ describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through s
   });
 
   it('the stream reaches the SDK as the relay wrote it: named events from message_start to message_stop', async () => {
-    const res = await anthropic.messages.create({ ...params(), stream: true }).asResponse();
+    const res = await caller.sdk.messages.create({ ...params(), stream: true }).asResponse();
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     const frames = (await res.text()).split('\n\n').filter((f) => f !== '');
@@ -114,7 +100,7 @@ describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through s
   });
 
   it('messages.create with stream: true yields the event sequence up to message_stop', async () => {
-    const stream = await anthropic.messages.create({ ...params(), stream: true });
+    const stream = await caller.sdk.messages.create({ ...params(), stream: true });
     const types: string[] = [];
     let text = '';
     for await (const ev of stream) {
@@ -132,13 +118,13 @@ describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through s
       for await (const m of c.models.list()) out.push(m);
       return out;
     };
-    const through = await items(anthropic);
+    const through = await items(caller.sdk);
     const r = lastRequest(h.relay);
     expect(r.url.split('?')[0]).toBe('/v1/models');
-    expectForwardedAuth(r, key, form === 'x-api-key' ? 'x-api-key' : 'authorization');
+    expectForwardedAuth(r, caller.key, form === 'x-api-key' ? 'x-api-key' : 'authorization');
     // new-api answers Anthropic's list only to x-api-key with anthropic-version; the SDK's own
     // default (Authorization) gets OpenAI's list from the relay itself, and so through sluice.
-    const direct = await items(client({ ...h, url: h.relay.url } as Harness, key, form));
+    const direct = await items(client({ ...h, url: h.relay.url } as Harness, caller.key, form));
     expect(through).toEqual(direct);
     expect(through.map((m) => (m as { id: string }).id)).toEqual([...STANDIN_MODELS]);
     for (const m of through) {
@@ -148,14 +134,13 @@ describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through s
   });
 
   it('a bad key: AuthenticationError, status 401, err.error.error.code "" and type new_api_error', async () => {
-    const bad = client(h, 'sk-not-a-real-key-0123456789', form);
+    const bad = client(h, BAD_KEY, form);
     const calls: Array<() => PromiseLike<unknown>> = [
       () => bad.messages.create(params()),
       () => bad.messages.stream(params()).finalText(),
       () => bad.models.list(),
     ];
-    for (const call of calls) {
-      const err = await rejectionOf(call());
+    await expectEachRejected(calls, (err) => {
       expect(err).toBeInstanceOf(AuthenticationError);
       const e = err as AuthenticationError;
       expect(e.status).toBe(401);
@@ -164,13 +149,13 @@ describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through s
       expect(e.apiMessage).toMatch(REQUEST_ID_SUFFIX);
       expect(REQUEST_ID_SUFFIX.exec(e.apiMessage ?? '')?.[1]).toBe(e.headers.get('x-oneapi-request-id'));
       expect(e.errorCode).toBeNull(); // the SDK's own field reads error.details.error_code, absent here
-    }
+    });
     expect(h.relay.requests).toHaveLength(0);
   });
 
   it('stream.abort() mid-stream frees the relay connection', async () => {
     h.relay.behave(() => true, { sseIntervalMs: 100, sseEvents: 50 });
-    const stream = anthropic.messages.stream(params());
+    const stream = caller.sdk.messages.stream(params());
     let deltas = 0;
     stream.on('streamEvent', (ev) => {
       if (ev.type === 'content_block_delta' && ++deltas === 2) stream.abort();
@@ -204,8 +189,7 @@ describe('anthropic SDK through sluice: the x-api-key header counts only where t
 });
 
 describe.each(STORE_KINDS)('anthropic SDK through sluice: free-tier errors on the %s store', (kind) => {
-  const clock = new ManualClock(BEIJING_NOON);
-  const h = useHarness({ store: kind, clock, file: { freeTier: { perDay: 25 } } });
+  const { h, clock } = useFreeTierHarness(kind);
 
   it('over the window: RateLimitError 429, code free_tier_rate_limited, Retry-After in err.headers (both header forms)', async () => {
     const key = await freshKey(h, 'an-429');
@@ -242,10 +226,11 @@ describe.each(STORE_KINDS)('anthropic SDK through sluice: free-tier errors on th
   it('over the day: PaymentRequiredError 402, code free_tier_daily_exhausted; the SDK does not retry it', async () => {
     const key = await freshKey(h, 'an-day');
     const anthropic = client(h, key, 'x-api-key');
-    for (let i = 0; i < 20; i++) await anthropic.messages.create(params());
-    clock.advance(61_000);
-    for (let i = 0; i < 5; i++) await anthropic.messages.stream(params()).finalText();
-    clock.advance(61_000);
+    await spendTheDay(
+      clock,
+      () => anthropic.messages.create(params()),
+      () => anthropic.messages.stream(params()).finalText(),
+    );
 
     const counter = countingFetch();
     const withRetries = new Anthropic({
@@ -258,15 +243,9 @@ describe.each(STORE_KINDS)('anthropic SDK through sluice: free-tier errors on th
       () => withRetries.messages.create(params()),
       () => withRetries.messages.stream(params()).finalMessage(),
     ];
-    for (const call of calls) {
-      const err = await rejectionOf(call());
-      expect(err).toBeInstanceOf(PaymentRequiredError);
-      const e = err as PaymentRequiredError;
-      expect(e.status).toBe(402);
-      expect(codeOf(e)).toBe('free_tier_daily_exhausted');
-      expect(e.type).toBe('new_api_error');
-    }
-    expect(counter.attempts.map((a) => a.status)).toEqual([402, 402]);
+    await expectEachRejectedOnce(counter, 402, calls, (err) => {
+      expect(expect402(err, 'free_tier_daily_exhausted').type).toBe('new_api_error');
+    });
     expect(h.relay.requests).toHaveLength(25);
   });
 
@@ -274,21 +253,16 @@ describe.each(STORE_KINDS)('anthropic SDK through sluice: free-tier errors on th
     h.relay.behave(() => true, { status: 429 });
     const counter = countingFetch();
     const anthropic = new Anthropic({ apiKey: await freshKey(h, 'an-busy'), baseURL: h.url, fetch: counter.fetch });
-    for (const call of [() => anthropic.messages.create(params()), () => anthropic.messages.stream(params()).finalText()]) {
-      const err = await rejectionOf(call());
-      expect(err).toBeInstanceOf(PaymentRequiredError);
-      const e = err as PaymentRequiredError;
-      expect(e.status).toBe(402);
-      expect(codeOf(e)).toBe('free_tier_exhausted');
-      expect(e.headers.get('retry-after')).toBe('30');
-    }
-    expect(counter.attempts).toHaveLength(2);
+    const calls = [() => anthropic.messages.create(params()), () => anthropic.messages.stream(params()).finalText()];
+    await expectEachRejectedOnce(counter, 402, calls, (err) => {
+      expect(expect402(err, 'free_tier_exhausted').headers.get('retry-after')).toBe('30');
+    });
     expect(h.relay.requests).toHaveLength(2);
   });
 });
 
 describe('anthropic SDK through sluice: its own retries on the free-tier 429', () => {
-  const h = useHarness({ store: 'redis', file: { freeTier: { perMinute: 1, windowSeconds: 1 } } });
+  const h = useHarness(ONE_FREE_CALL_A_SECOND);
 
   it('a default client (maxRetries 2) waits Retry-After and retries messages.stream itself; the caller sees the text', async () => {
     const counter = countingFetch();
@@ -296,11 +270,7 @@ describe('anthropic SDK through sluice: its own retries on the free-tier 429', (
     const anthropic = client(h, key, 'x-api-key', { fetch: counter.fetch, maxRetries: 2 });
     await anthropic.messages.create(params());
     expect(await anthropic.messages.stream(params()).finalText()).toBe(STANDIN_TEXT);
-
-    expect(counter.attempts.map((a) => a.status)).toEqual([200, 429, 200]);
-    const [, rejected, retried] = counter.attempts;
-    expect(retried!.at - rejected!.at).toBeGreaterThanOrEqual(950); // Retry-After: 1
-    expect(h.relay.requests.map((r) => r.headers['x-stainless-retry-count'])).toEqual(['0', '1']);
+    expectRetriedAfterRetryAfter(h, counter);
   });
 
   it('maxRetries: 0 (client or request option) turns the retry off', async () => {

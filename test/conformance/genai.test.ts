@@ -8,20 +8,13 @@
  * `JSON.parse(err.message).error.code`. The SDK keeps no response headers on the error:
  * `Retry-After` is reachable only through a custom `httpOptions.fetch` (shown below).
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ApiError, GoogleGenAI, type HttpOptions } from '@google/genai';
-import { ManualClock, STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
+import { STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
 import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
 import { STANDIN_MODELS, STANDIN_TEXT } from '../../demo/relay.js';
-import {
-  BEIJING_NOON,
-  FREE,
-  PAID,
-  REQUEST_ID_SUFFIX,
-  countingFetch,
-  expectForwardedAuth,
-  freshKey,
-} from './support.js';
+import { BAD_KEY, FREE, PAID, REQUEST_ID_SUFFIX, countingFetch, expectEachRejected, expectForwardedAuth, freshKey, useKeyedClient } from './support.js';
+import { ONE_FREE_CALL_A_SECOND, expectEachRejectedOnce, spendTheDay, useFreeTierHarness } from './free-tier.js';
 
 function client(h: Harness, key: string, httpOptions: HttpOptions = {}): GoogleGenAI {
   return new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: h.url, ...httpOptions } });
@@ -33,6 +26,12 @@ function bodyOf(err: unknown): { error: { code: string; message: string; type: s
   return JSON.parse((err as ApiError).message) as { error: { code: string; message: string; type: string } };
 }
 
+/** A 402 as this SDK raises it: an ApiError with status 402, `code` in its message. */
+function expect402(err: unknown, code: string): void {
+  expect((err as ApiError).status).toBe(402);
+  expect(bodyOf(err).error.code).toBe(code);
+}
+
 async function streamText(genai: GoogleGenAI, model = FREE): Promise<string> {
   let text = '';
   for await (const chunk of await genai.models.generateContentStream({ model, contents: 'hi' })) text += chunk.text ?? '';
@@ -41,16 +40,10 @@ async function streamText(genai: GoogleGenAI, model = FREE): Promise<string> {
 
 describe('genai SDK through sluice: calls', () => {
   const h = useHarness({ store: 'redis' });
-  let key: string;
-  let genai: GoogleGenAI;
-
-  beforeAll(async () => {
-    key = await freshKey(h, 'gg');
-    genai = client(h, key);
-  });
+  const caller = useKeyedClient(h, 'gg', (key) => client(h, key));
 
   it('models.generateContent', async () => {
-    const res = await genai.models.generateContent({ model: FREE, contents: 'hi' });
+    const res = await caller.sdk.models.generateContent({ model: FREE, contents: 'hi' });
     expect(res.text).toBe(STANDIN_TEXT);
     expect(res.candidates?.[0]?.finishReason).toBe('STOP');
     expect(res.usageMetadata?.totalTokenCount).toBeGreaterThan(0);
@@ -58,13 +51,13 @@ describe('genai SDK through sluice: calls', () => {
 
     const r = lastRequest(h.relay);
     expect(r.url).toBe(`/v1beta/models/${FREE}:generateContent`);
-    expectForwardedAuth(r, key, 'x-goog-api-key');
+    expectForwardedAuth(r, caller.key, 'x-goog-api-key');
     expect(bodyJson(r)['contents']).toEqual([{ role: 'user', parts: [{ text: 'hi' }] }]);
   });
 
   it('models.generateContentStream yields the complete text, the finish reason and usage', async () => {
     h.relay.behave(() => true, { sseEvents: 12 });
-    const stream = await genai.models.generateContentStream({ model: FREE, contents: 'hi' });
+    const stream = await caller.sdk.models.generateContentStream({ model: FREE, contents: 'hi' });
     let text = '';
     let chunks = 0;
     let finish: string | undefined;
@@ -81,7 +74,7 @@ describe('genai SDK through sluice: calls', () => {
     expect(total).toBeGreaterThan(0);
     const r = lastRequest(h.relay);
     expect(r.url).toBe(`/v1beta/models/${FREE}:streamGenerateContent?alt=sse`);
-    expectForwardedAuth(r, key, 'x-goog-api-key');
+    expectForwardedAuth(r, caller.key, 'x-goog-api-key');
     expect(r.closedEarly).toBe(false);
   });
 
@@ -91,31 +84,30 @@ describe('genai SDK through sluice: calls', () => {
       for await (const m of await c.models.list()) out.push(m);
       return out;
     };
-    const through = await names(genai);
+    const through = await names(caller.sdk);
     const r = lastRequest(h.relay);
     expect(r.url.split('?')[0]).toBe('/v1beta/models');
-    expectForwardedAuth(r, key, 'x-goog-api-key');
+    expectForwardedAuth(r, caller.key, 'x-goog-api-key');
     expect(r.model).toBeUndefined(); // a list counts against no free tier
-    const direct = await names(new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: h.relay.url } }));
+    const direct = await names(new GoogleGenAI({ apiKey: caller.key, httpOptions: { baseUrl: h.relay.url } }));
     expect(through).toEqual(direct);
     expect(through.map((m) => (m as { name: string }).name)).toEqual([...STANDIN_MODELS]);
   });
 
   it('a bad key: ApiError with status 401; the message is the JSON body (code "", type new_api_error)', async () => {
-    const bad = client(h, 'sk-not-a-real-key-0123456789');
-    for (const call of [() => bad.models.generateContent({ model: FREE, contents: 'hi' }), () => streamText(bad)]) {
-      const err = await rejectionOf(call());
+    const bad = client(h, BAD_KEY);
+    await expectEachRejected([() => bad.models.generateContent({ model: FREE, contents: 'hi' }), () => streamText(bad)], (err) => {
       expect((err as ApiError).status).toBe(401);
       const body = bodyOf(err);
       expect(body.error.code).toBe('');
       expect(body.error.type).toBe('new_api_error');
       expect(body.error.message).toMatch(REQUEST_ID_SUFFIX);
-    }
+    });
     expect(h.relay.requests).toHaveLength(0);
   });
 
   it('apiVersion "v1" sends x-goog-api-key to /v1/models/..., where the contract does not accept it: 401', async () => {
-    const v1 = client(h, key, { apiVersion: 'v1' });
+    const v1 = client(h, caller.key, { apiVersion: 'v1' });
     const err = await rejectionOf(v1.models.generateContent({ model: FREE, contents: 'hi' }));
     expect((err as ApiError).status).toBe(401);
     expect(h.relay.requests).toHaveLength(0);
@@ -124,7 +116,7 @@ describe('genai SDK through sluice: calls', () => {
   it('aborting through config.abortSignal mid-stream frees the relay connection', async () => {
     h.relay.behave(() => true, { sseIntervalMs: 100, sseEvents: 50 });
     const ac = new AbortController();
-    const stream = await genai.models.generateContentStream({ model: FREE, contents: 'hi', config: { abortSignal: ac.signal } });
+    const stream = await caller.sdk.models.generateContentStream({ model: FREE, contents: 'hi', config: { abortSignal: ac.signal } });
     let chunks = 0;
     const err = await rejectionOf(
       (async () => {
@@ -139,7 +131,7 @@ describe('genai SDK through sluice: calls', () => {
 
   it('(SDK behaviour) leaving the loop WITHOUT aborting does not close the connection: the relay streams on to the end', async () => {
     h.relay.behave(() => true, { sseIntervalMs: 50, sseEvents: 10 });
-    const stream = await genai.models.generateContentStream({ model: FREE, contents: 'hi' });
+    const stream = await caller.sdk.models.generateContentStream({ model: FREE, contents: 'hi' });
     for await (const _chunk of stream) break;
     // genai 2.x only releases the body's reader lock; the response keeps flowing until it ends.
     await new Promise((r) => setTimeout(r, 200));
@@ -148,8 +140,7 @@ describe('genai SDK through sluice: calls', () => {
 });
 
 describe.each(STORE_KINDS)('genai SDK through sluice: free-tier errors on the %s store', (kind) => {
-  const clock = new ManualClock(BEIJING_NOON);
-  const h = useHarness({ store: kind, clock, file: { freeTier: { perDay: 25 } } });
+  const { h, clock } = useFreeTierHarness(kind);
 
   it('over the window: ApiError status 429, code free_tier_rate_limited in the message; Retry-After through a custom fetch', async () => {
     const key = await freshKey(h, 'gg-429');
@@ -185,19 +176,16 @@ describe.each(STORE_KINDS)('genai SDK through sluice: free-tier errors on the %s
   it('over the day: ApiError status 402, code free_tier_daily_exhausted; not retried even with retryOptions', async () => {
     const key = await freshKey(h, 'gg-day');
     const genai = client(h, key);
-    for (let i = 0; i < 20; i++) await genai.models.generateContent({ model: FREE, contents: 'hi' });
-    clock.advance(61_000);
-    for (let i = 0; i < 5; i++) expect(await streamText(genai)).toBe(STANDIN_TEXT);
-    clock.advance(61_000);
+    await spendTheDay(
+      clock,
+      () => genai.models.generateContent({ model: FREE, contents: 'hi' }),
+      async () => expect(await streamText(genai)).toBe(STANDIN_TEXT),
+    );
 
     const counter = countingFetch();
     const withRetries = client(h, key, { fetch: counter.fetch, retryOptions: { attempts: 3, initialDelay: 0.05 } });
-    for (const call of [() => withRetries.models.generateContent({ model: FREE, contents: 'hi' }), () => streamText(withRetries)]) {
-      const err = await rejectionOf(call());
-      expect((err as ApiError).status).toBe(402);
-      expect(bodyOf(err).error.code).toBe('free_tier_daily_exhausted');
-    }
-    expect(counter.attempts.map((a) => a.status)).toEqual([402, 402]);
+    const calls = [() => withRetries.models.generateContent({ model: FREE, contents: 'hi' }), () => streamText(withRetries)];
+    await expectEachRejectedOnce(counter, 402, calls, (err) => expect402(err, 'free_tier_daily_exhausted'));
     expect(h.relay.requests).toHaveLength(25);
   });
 
@@ -205,19 +193,17 @@ describe.each(STORE_KINDS)('genai SDK through sluice: free-tier errors on the %s
     h.relay.behave(() => true, { status: 429 });
     const counter = countingFetch();
     const genai = client(h, await freshKey(h, 'gg-busy'), { fetch: counter.fetch, retryOptions: { attempts: 3, initialDelay: 0.05 } });
-    for (const call of [() => genai.models.generateContent({ model: FREE, contents: 'hi' }), () => streamText(genai)]) {
-      const err = await rejectionOf(call());
-      expect((err as ApiError).status).toBe(402);
-      expect(bodyOf(err).error.code).toBe('free_tier_exhausted');
+    const calls = [() => genai.models.generateContent({ model: FREE, contents: 'hi' }), () => streamText(genai)];
+    await expectEachRejectedOnce(counter, 402, calls, (err) => {
+      expect402(err, 'free_tier_exhausted');
       expect(counter.lastHeaders?.get('retry-after')).toBe('30');
-    }
-    expect(counter.attempts).toHaveLength(2);
+    });
     expect(h.relay.requests).toHaveLength(2);
   });
 });
 
 describe('genai SDK through sluice: retries on the free-tier 429', () => {
-  const h = useHarness({ store: 'redis', file: { freeTier: { perMinute: 1, windowSeconds: 1 } } });
+  const h = useHarness(ONE_FREE_CALL_A_SECOND);
 
   it('by default the SDK does not retry: the 429 reaches the caller after one attempt', async () => {
     const counter = countingFetch();

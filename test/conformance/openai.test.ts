@@ -3,39 +3,35 @@
  * stand-in behind it. What a caller of the SDK sees is what is asserted: typed results, the
  * error class, `err.code`, and `Retry-After` through `err.headers`.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import OpenAI, { APIError, APIUserAbortError, AuthenticationError, RateLimitError } from 'openai';
-import { ManualClock, STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
+import { STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
 import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
-import { STANDIN_MODELS, STANDIN_TEXT, standinDeltas } from '../../demo/relay.js';
-import {
-  BEIJING_NOON,
-  FREE,
-  PAID,
-  REQUEST_ID_SUFFIX,
-  countingFetch,
-  expectForwardedAuth,
-  freshKey,
-} from './support.js';
-
-const hi = [{ role: 'user' as const, content: 'hi' }];
+import { expectStandinModelList } from '../support/sdk.js';
+import { STANDIN_TEXT, standinDeltas } from '../../demo/relay.js';
+import { BAD_KEY, BEIJING_NOON, FREE, PAID, REQUEST_ID_SUFFIX, countingFetch, expectEachRejected, expectForwardedAuth, freshKey, hi, useKeyedClient } from './support.js';
+import { ONE_FREE_CALL_A_SECOND, expectEachRejectedOnce, expectRetriedAfterRetryAfter, spendTheDay, useFreeTierHarness } from './free-tier.js';
 
 function client(h: Harness, key: string, opts: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}): OpenAI {
   return new OpenAI({ apiKey: key, baseURL: `${h.url}/v1`, maxRetries: 0, ...opts });
 }
 
+/** A 402 as this SDK raises it: an APIError of no subclass (it has none for 402), with `code`. */
+function expect402(err: unknown, code: string): APIError {
+  expect(err).toBeInstanceOf(APIError);
+  expect(err).not.toBeInstanceOf(RateLimitError);
+  const e = err as APIError;
+  expect(e.status).toBe(402);
+  expect(e.code).toBe(code);
+  return e;
+}
+
 describe('openai SDK through sluice: calls', () => {
   const h = useHarness({ store: 'redis' });
-  let key: string;
-  let openai: OpenAI;
-
-  beforeAll(async () => {
-    key = await freshKey(h, 'oa');
-    openai = client(h, key);
-  });
+  const caller = useKeyedClient(h, 'oa', (key) => client(h, key));
 
   it('chat.completions.create', async () => {
-    const { data, response } = await openai.chat.completions
+    const { data, response } = await caller.sdk.chat.completions
       .create({ model: FREE, messages: hi })
       .withResponse();
     expect(data.object).toBe('chat.completion');
@@ -48,13 +44,13 @@ describe('openai SDK through sluice: calls', () => {
     const r = lastRequest(h.relay);
     expect(r.method).toBe('POST');
     expect(r.url).toBe('/v1/chat/completions');
-    expectForwardedAuth(r, key);
+    expectForwardedAuth(r, caller.key);
     expect(bodyJson(r)).toMatchObject({ model: FREE, messages: hi });
   });
 
   it('chat.completions.create with stream: true yields the complete text, finish reason and usage', async () => {
     h.relay.behave(() => true, { sseEvents: 12 });
-    const stream = await openai.chat.completions.create({
+    const stream = await caller.sdk.chat.completions.create({
       model: FREE,
       messages: hi,
       stream: true,
@@ -80,7 +76,7 @@ describe('openai SDK through sluice: calls', () => {
   });
 
   it('the stream reaches the SDK as the relay wrote it: text/event-stream, chunks, then data: [DONE]', async () => {
-    const res = await openai.chat.completions
+    const res = await caller.sdk.chat.completions
       .create({ model: FREE, messages: hi, stream: true, stream_options: { include_usage: true } })
       .asResponse();
     expect(res.status).toBe(200);
@@ -93,7 +89,7 @@ describe('openai SDK through sluice: calls', () => {
   });
 
   it('the chat.completions.stream helper accumulates the final completion', async () => {
-    const stream = openai.chat.completions.stream({ model: FREE, messages: hi });
+    const stream = caller.sdk.chat.completions.stream({ model: FREE, messages: hi });
     let deltas = '';
     stream.on('content', (d) => {
       deltas += d;
@@ -104,18 +100,18 @@ describe('openai SDK through sluice: calls', () => {
   });
 
   it('responses.create', async () => {
-    const resp = await openai.responses.create({ model: FREE, input: 'hi' });
+    const resp = await caller.sdk.responses.create({ model: FREE, input: 'hi' });
     expect(resp.object).toBe('response');
     expect(resp.status).toBe('completed');
     expect(resp.output_text).toBe(STANDIN_TEXT);
     expect(resp.usage?.total_tokens).toBeGreaterThan(0);
     const r = lastRequest(h.relay);
     expect(r.url).toBe('/v1/responses');
-    expectForwardedAuth(r, key);
+    expectForwardedAuth(r, caller.key);
   });
 
   it('responses.create with stream: true yields the complete text and response.completed', async () => {
-    const stream = await openai.responses.create({ model: FREE, input: 'hi', stream: true });
+    const stream = await caller.sdk.responses.create({ model: FREE, input: 'hi', stream: true });
     const types: string[] = [];
     let text = '';
     let completed: OpenAI.Responses.Response | undefined;
@@ -132,35 +128,29 @@ describe('openai SDK through sluice: calls', () => {
   });
 
   it('models.list', async () => {
-    const ids: string[] = [];
-    for await (const m of openai.models.list()) {
-      expect(m.object).toBe('model');
-      ids.push(m.id);
-    }
-    expect(ids).toEqual([...STANDIN_MODELS]);
+    await expectStandinModelList(caller.sdk);
     const r = lastRequest(h.relay);
     expect(r.method).toBe('GET');
     expect(r.url).toBe('/v1/models');
-    expectForwardedAuth(r, key);
+    expectForwardedAuth(r, caller.key);
   });
 
   it('a key without its sk- prefix works the same', async () => {
-    const bare = client(h, key.replace(/^sk-/, ''));
+    const bare = client(h, caller.key.replace(/^sk-/, ''));
     const res = await bare.chat.completions.create({ model: PAID, messages: hi });
     expect(res.choices[0]?.message.content).toBe(STANDIN_TEXT);
-    expectForwardedAuth(lastRequest(h.relay), key);
+    expectForwardedAuth(lastRequest(h.relay), caller.key);
   });
 
   it('a bad key: AuthenticationError, status 401, code "" and type new_api_error, on every call', async () => {
-    const bad = client(h, 'sk-not-a-real-key-0123456789');
+    const bad = client(h, BAD_KEY);
     const calls: Array<() => PromiseLike<unknown>> = [
       () => bad.chat.completions.create({ model: FREE, messages: hi }),
       () => bad.chat.completions.create({ model: FREE, messages: hi, stream: true }),
       () => bad.responses.create({ model: FREE, input: 'hi' }),
       () => bad.models.list(),
     ];
-    for (const call of calls) {
-      const err = await rejectionOf(call());
+    await expectEachRejected(calls, (err) => {
       expect(err).toBeInstanceOf(AuthenticationError);
       const e = err as AuthenticationError;
       expect(e.status).toBe(401);
@@ -168,13 +158,13 @@ describe('openai SDK through sluice: calls', () => {
       expect(e.type).toBe('new_api_error');
       const m = REQUEST_ID_SUFFIX.exec(String((e.error as { message?: string }).message));
       expect(m?.[1]).toBe(e.headers.get('x-oneapi-request-id'));
-    }
+    });
     expect(h.relay.requests).toHaveLength(0);
   });
 
   it('leaving the for-await loop mid-stream frees the relay connection', async () => {
     h.relay.behave(() => true, { sseIntervalMs: 100, sseEvents: 50 });
-    const stream = await openai.chat.completions.create({ model: FREE, messages: hi, stream: true });
+    const stream = await caller.sdk.chat.completions.create({ model: FREE, messages: hi, stream: true });
     let n = 0;
     for await (const _chunk of stream) {
       if (++n === 2) break;
@@ -185,7 +175,7 @@ describe('openai SDK through sluice: calls', () => {
 
   it('stream.controller.abort() mid-stream ends the loop quietly and frees the relay connection', async () => {
     h.relay.behave(() => true, { sseIntervalMs: 100, sseEvents: 50 });
-    const stream = await openai.responses.create({ model: FREE, input: 'hi', stream: true });
+    const stream = await caller.sdk.responses.create({ model: FREE, input: 'hi', stream: true });
     let deltas = 0;
     for await (const ev of stream) {
       if (ev.type === 'response.output_text.delta') {
@@ -200,7 +190,7 @@ describe('openai SDK through sluice: calls', () => {
   it('aborting while the relay has not answered yet frees the relay connection too', async () => {
     h.relay.behave(() => true, { delayMs: 5_000 });
     const ac = new AbortController();
-    const pending = openai.chat.completions.create({ model: FREE, messages: hi, stream: true }, { signal: ac.signal });
+    const pending = caller.sdk.chat.completions.create({ model: FREE, messages: hi, stream: true }, { signal: ac.signal });
     await h.relay.waitFor((rs) => rs.length === 1);
     ac.abort();
     expect(await rejectionOf(pending)).toBeInstanceOf(APIUserAbortError);
@@ -210,7 +200,7 @@ describe('openai SDK through sluice: calls', () => {
   it('an AbortSignal passed as a request option ends the stream the same way', async () => {
     h.relay.behave(() => true, { sseIntervalMs: 100, sseEvents: 50 });
     const ac = new AbortController();
-    const stream = await openai.chat.completions.create({ model: FREE, messages: hi, stream: true }, { signal: ac.signal });
+    const stream = await caller.sdk.chat.completions.create({ model: FREE, messages: hi, stream: true }, { signal: ac.signal });
     let chunks = 0;
     for await (const _chunk of stream) {
       chunks++;
@@ -220,7 +210,7 @@ describe('openai SDK through sluice: calls', () => {
     await h.relay.waitFor((rs) => rs.some((r) => r.closedEarly), 3_000);
     // A call started with an already-aborted signal never leaves the process.
     const before = h.relay.requests.length;
-    expect(await rejectionOf(openai.chat.completions.create({ model: FREE, messages: hi }, { signal: ac.signal }))).toBeInstanceOf(
+    expect(await rejectionOf(caller.sdk.chat.completions.create({ model: FREE, messages: hi }, { signal: ac.signal }))).toBeInstanceOf(
       APIUserAbortError,
     );
     expect(h.relay.requests).toHaveLength(before);
@@ -228,8 +218,7 @@ describe('openai SDK through sluice: calls', () => {
 });
 
 describe.each(STORE_KINDS)('openai SDK through sluice: free-tier errors on the %s store', (kind) => {
-  const clock = new ManualClock(BEIJING_NOON);
-  const h = useHarness({ store: kind, clock, file: { freeTier: { perDay: 25 } } });
+  const { h, clock } = useFreeTierHarness(kind);
 
   it('over the window: RateLimitError 429, code free_tier_rate_limited, Retry-After in err.headers', async () => {
     const openai = client(h, await freshKey(h, 'oa-429'));
@@ -268,26 +257,22 @@ describe.each(STORE_KINDS)('openai SDK through sluice: free-tier errors on the %
   it('over the day: APIError 402, code free_tier_daily_exhausted; the SDK does not retry it', async () => {
     const key = await freshKey(h, 'oa-day');
     const openai = client(h, key);
-    for (let i = 0; i < 20; i++) await openai.chat.completions.create({ model: FREE, messages: hi });
-    clock.advance(61_000);
-    for (let i = 0; i < 5; i++) await openai.responses.create({ model: FREE, input: 'hi' });
-    clock.advance(61_000);
+    await spendTheDay(
+      clock,
+      () => openai.chat.completions.create({ model: FREE, messages: hi }),
+      () => openai.responses.create({ model: FREE, input: 'hi' }),
+    );
 
     // Default retries (maxRetries 2): a 402 is not retryable for the SDK, so one attempt only.
     const counter = countingFetch();
     const withRetries = new OpenAI({ apiKey: key, baseURL: `${h.url}/v1`, fetch: counter.fetch });
-    for (const stream of [false, true]) {
-      const err = await rejectionOf(withRetries.chat.completions.create({ model: FREE, messages: hi, stream }));
-      expect(err).toBeInstanceOf(APIError);
-      expect(err).not.toBeInstanceOf(RateLimitError);
-      const e = err as APIError;
-      expect(e.status).toBe(402);
-      expect(e.code).toBe('free_tier_daily_exhausted');
+    const calls = [false, true].map((stream) => () => withRetries.chat.completions.create({ model: FREE, messages: hi, stream }));
+    await expectEachRejectedOnce(counter, 402, calls, (err) => {
+      const e = expect402(err, 'free_tier_daily_exhausted');
       expect(e.type).toBe('new_api_error');
       // Not in the contract, but sent: the seconds until 00:00 Beijing time.
       expect(Number(e.headers?.get('retry-after'))).toBe((BEIJING_NOON + 12 * 3_600_000 - clock.now()) / 1000);
-    }
-    expect(counter.attempts.map((a) => a.status)).toEqual([402, 402]);
+    });
     expect(h.relay.requests).toHaveLength(25);
   });
 
@@ -300,23 +285,15 @@ describe.each(STORE_KINDS)('openai SDK through sluice: free-tier errors on the %
       () => openai.chat.completions.create({ model: FREE, messages: hi, stream: true }),
       () => openai.responses.create({ model: FREE, input: 'hi', stream: true }),
     ];
-    for (const call of calls) {
-      const err = await rejectionOf(call());
-      expect(err).toBeInstanceOf(APIError);
-      expect(err).not.toBeInstanceOf(RateLimitError);
-      const e = err as APIError;
-      expect(e.status).toBe(402);
-      expect(e.code).toBe('free_tier_exhausted');
-      expect(e.headers?.get('retry-after')).toBe('30');
-    }
-    expect(counter.attempts).toHaveLength(3);
+    await expectEachRejectedOnce(counter, 402, calls, (err) => {
+      expect(expect402(err, 'free_tier_exhausted').headers?.get('retry-after')).toBe('30');
+    });
     expect(h.relay.requests).toHaveLength(3);
   });
 });
 
 describe('openai SDK through sluice: its own retries on the free-tier 429', () => {
-  // One free call per second: Retry-After is 1 s, so the SDK's wait is short.
-  const h = useHarness({ store: 'redis', file: { freeTier: { perMinute: 1, windowSeconds: 1 } } });
+  const h = useHarness(ONE_FREE_CALL_A_SECOND);
 
   it('a default client (maxRetries 2) waits Retry-After and retries the 429 itself; the caller sees success', async () => {
     const counter = countingFetch();
@@ -324,12 +301,7 @@ describe('openai SDK through sluice: its own retries on the free-tier 429', () =
     await openai.chat.completions.create({ model: FREE, messages: hi });
     const res = await openai.chat.completions.create({ model: FREE, messages: hi });
     expect(res.choices[0]?.message.content).toBe(STANDIN_TEXT);
-
-    expect(counter.attempts.map((a) => a.status)).toEqual([200, 429, 200]);
-    const [, rejected, retried] = counter.attempts;
-    expect(retried!.at - rejected!.at).toBeGreaterThanOrEqual(950); // Retry-After: 1
-    // The relay saw the admitted calls only, the retry marked by the SDK's retry counter.
-    expect(h.relay.requests.map((r) => r.headers['x-stainless-retry-count'])).toEqual(['0', '1']);
+    expectRetriedAfterRetryAfter(h, counter);
   });
 
   it('a streaming call is retried the same way (the retry happens before any event)', async () => {
