@@ -2,12 +2,11 @@
  * pino, with every place a key or credential could appear redacted. Keys are
  * never logged; a user id and a key id are enough to follow a request.
  */
-import { writeSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 
 /**
  * Named exactly, never with wildcards: a wildcard path (`*.key`) makes pino walk every field of
- * every line, which doubled the cost of the per-request access line (about 13 µs against 7). The
+ * every line, the per-request access line included. The
  * only nested object sluice logs is the config on reload, already through publicConfig; its
  * secrets are named here as well, in case that ever changes.
  */
@@ -28,128 +27,54 @@ const REDACT_PATHS = [
 ];
 
 /**
- * Where lines go: stdout (or a file, for benchmarks), never on the request path. Lines are held
- * until 16 KB have gathered or 50 ms have passed since the first, then handed to SonicBoom as one
- * asynchronous write. Handing it every line cost 2.1-3.4 µs of CPU per line in isolation, against
- * 0.9-1.2 held (`npx tsx bench/tools/log-destination.ts`): each async write is a trip through
- * libuv's thread pool, about 10 µs here. A synchronous write per line costs about as little as
- * holding in isolation, but would stall every request whenever the reader of stdout falls behind. Any exit through Node,
- * process.exit and an uncaught exception included, writes what is held; a SIGKILL loses at most
- * the last 50 ms.
+ * Where lines go: stdout (or a file, for benchmarks), written asynchronously so a slow reader never
+ * stalls a request. SonicBoom gathers lines until HOLD_BYTES have built up and writes them in one
+ * go, and writes whatever is gathered every HOLD_MS (`periodicFlush`), so a quiet gateway's lines
+ * still appear promptly; each asynchronous write is a trip through libuv's thread pool, which one
+ * write per line would pay per request. pino flushes the destination synchronously on any exit
+ * through Node (process.exit and an uncaught exception included); the drain on SIGTERM flushes it
+ * with `logger.flush` first. A SIGKILL loses at most the last HOLD_MS.
  */
-export function logDestination(dest: number | string = 1): HeldDestination {
-  return new HeldDestination(pino.destination({ dest, sync: false }));
+export function logDestination(dest: number | string = 1): LogDestination {
+  const sink = pino.destination({ dest, sync: false, minLength: HOLD_BYTES, maxWrite: MAX_WRITE, periodicFlush: HOLD_MS });
+  reportWriteErrors(sink);
+  return sink;
 }
 
-/** SonicBoom, which pino builds; its `fd` is public but not in its type declarations. */
-type Sink = ReturnType<typeof pino.destination>;
+export type LogDestination = ReturnType<typeof pino.destination>;
 
 export const HOLD_BYTES = 16 * 1024;
 export const HOLD_MS = 50;
+/** SonicBoom requires minLength below maxWrite (16 KB by default): one write takes up to this much. */
+const MAX_WRITE = 4 * HOLD_BYTES;
 
-const held = new Set<HeldDestination>();
-let exitHooked = false;
-
-export class HeldDestination {
-  private pending = '';
-  private timer: NodeJS.Timeout | null = null;
-  /** A write handed to SonicBoom is under way; it says 'drain' when all it took is written. */
-  private writing = false;
-  /** The last write error since everything was last written; flush reports it. */
-  private failed: Error | null = null;
-  /** stdout's reader is gone (EPIPE): pino made the sink's write a no-op, nothing more is written. */
-  private closed = false;
-  private flushed: Array<(err?: Error) => void> = [];
-
-  constructor(private readonly sink: Sink) {
-    held.add(this);
-    sink.on('close', () => held.delete(this));
-    sink.on('drain', () => {
-      this.writing = false;
-      this.failed = null;
-      for (const cb of this.flushed.splice(0)) cb();
-    });
-    // Without a listener of ours, a write error other than EPIPE would be thrown from an event and
-    // end the process: a log sink is not worth a gateway. pino's own listener re-emits such an
-    // error once, so the same error arrives here twice.
-    sink.on('error', (err: Error & { code?: string }) => {
-      if (err === this.failed) return;
-      this.writing = false;
-      this.failed = err;
-      if (err.code === 'EPIPE') {
-        this.closed = true;
-        this.pending = '';
-        process.stderr.write('sluice: stdout is closed (EPIPE); log lines are dropped from now on\n');
-      } else {
-        process.stderr.write(`sluice: log write failed: ${err.message}\n`);
-      }
-      for (const cb of this.flushed.splice(0)) cb(err);
-    });
-    if (!exitHooked) {
-      exitHooked = true;
-      // Runs after pino's own exit hook for the sink (registered when the sink was built), so
-      // what SonicBoom holds goes out first, then the lines held here.
-      process.on('exit', () => {
-        for (const d of held) d.flushSync();
-      });
+/**
+ * A log sink is not worth a gateway: without a listener of ours, a write error other than EPIPE
+ * would be thrown from an event and end the process (pino's own listener swallows EPIPE, makes
+ * the sink's write a no-op from then on, and re-emits any other error). Said once on stderr until
+ * a write succeeds again, since SonicBoom keeps a failed write's lines and tries them again at
+ * every flush.
+ */
+function reportWriteErrors(sink: LogDestination): void {
+  let said = false;
+  let closed = false;
+  sink.on('write', () => {
+    said = false;
+  });
+  sink.on('error', (err: NodeJS.ErrnoException) => {
+    if (said || closed) return;
+    said = true;
+    if (err.code === 'EPIPE') {
+      closed = true;
+      process.stderr.write('sluice: stdout is closed (EPIPE); log lines are dropped from now on\n');
+    } else {
+      process.stderr.write(`sluice: log write failed: ${err.message}\n`);
     }
-  }
-
-  write(line: string): void {
-    if (this.closed) return;
-    this.pending += line;
-    if (this.pending.length >= HOLD_BYTES) this.handOn();
-    else if (this.timer === null) this.timer = setTimeout(this.handOn, HOLD_MS).unref();
-  }
-
-  private readonly handOn = (): void => {
-    if (this.timer !== null) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-    if (this.pending === '') return;
-    const out = this.pending;
-    this.pending = '';
-    this.writing = true;
-    this.sink.write(out);
-  };
-
-  /**
-   * pino's `logger.flush(cb)`: cb runs once every line written so far is written out, or with the
-   * write error that kept some from it (SonicBoom keeps a failed write's lines and tries them
-   * again with the next write, or at exit).
-   */
-  flush(cb?: (err?: Error) => void): void {
-    this.handOn();
-    if (this.writing) {
-      if (cb) this.flushed.push(cb);
-      return;
-    }
-    const err = this.failed ?? undefined;
-    cb?.(err);
-  }
-
-  /**
-   * At exit, when no callback will run again: everything held, written synchronously. A batch
-   * SonicBoom is writing at that moment (at most 16 KB) cannot be waited for: it may land after
-   * the lines written here, or be lost if the process ends first. The drain on SIGTERM flushes
-   * with a callback first, so it never leaves one under way.
-   */
-  flushSync(): void {
-    if (this.closed) return;
-    try {
-      this.sink.flushSync();
-      if (this.pending !== '') writeSync((this.sink as unknown as { fd: number }).fd, this.pending);
-      this.pending = '';
-    } catch {
-      // Not open yet, or closed: there is nowhere to write.
-    }
-  }
+  });
 }
 
 /**
- * pino's `isoTime`, formatted once per millisecond: under load many lines share one, and
- * `toISOString` was about a sixth of the access line's cost.
+ * pino's `isoTime`, formatted once per millisecond: under load many lines share one.
  */
 let stampMs = -1;
 let stamp = '';
@@ -162,6 +87,18 @@ export function isoTimeCached(): string {
   return stamp;
 }
 
+/**
+ * pino writes a short string's lone surrogate (half of a UTF-16 pair, from a client's path or
+ * model) raw, and it reaches the log as U+FFFD; escaped (`\ud800`), the line reads back as sent.
+ * Paired surrogates are left alone.
+ */
+const LONE_SURROGATE = /\p{Cs}/gu;
+export function escapeLoneSurrogates(line: string): string {
+  return (line as string & { isWellFormed(): boolean }).isWellFormed()
+    ? line
+    : line.replace(LONE_SURROGATE, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
     {
@@ -169,6 +106,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       base: { svc: 'sluice' },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       timestamp: isoTimeCached,
+      hooks: { streamWrite: escapeLoneSurrogates },
     },
     destination ?? logDestination(),
   );
