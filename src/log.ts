@@ -99,15 +99,17 @@ export function escapeLoneSurrogates(line: string): string {
     : line.replace(LONE_SURROGATE, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
 
+/** sluice's logger options: what every line of `createLogger` is written with. */
+export function loggerOptions(level: string): pino.LoggerOptions {
+  return {
+    level,
+    base: { svc: 'sluice' },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    timestamp: isoTimeCached,
+    hooks: { streamWrite: escapeLoneSurrogates },
+  };
+}
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino(
-    {
-      level,
-      base: { svc: 'sluice' },
-      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      timestamp: isoTimeCached,
-      hooks: { streamWrite: escapeLoneSurrogates },
-    },
-    destination ?? logDestination(),
-  );
+  return pino(loggerOptions(level), destination ?? logDestination());
 }
