@@ -2,6 +2,7 @@
  * pino, with every place a key or credential could appear redacted. Keys are
  * never logged; a user id and a key id are enough to follow a request.
  */
+import { writeSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 
 /**
@@ -27,35 +28,107 @@ const REDACT_PATHS = [
 ];
 
 /**
- * Where lines go: stdout (or a file, for benchmarks), written asynchronously so a slow reader never
- * stalls a request. SonicBoom gathers lines until HOLD_BYTES have built up and writes them in one
- * go, and writes whatever is gathered every HOLD_MS (`periodicFlush`), so a quiet gateway's lines
- * still appear promptly; each asynchronous write is a trip through libuv's thread pool, which one
- * write per line would pay per request. pino flushes the destination synchronously on any exit
- * through Node (process.exit and an uncaught exception included); the drain on SIGTERM flushes it
- * with `logger.flush` first. A SIGKILL loses at most the last HOLD_MS.
+ * Where lines go: stdout (or a file, for benchmarks), written asynchronously by SonicBoom so that a
+ * slow reader never stalls a request. Lines are gathered here into one string until HOLD_BYTES
+ * have built up or HOLD_MS have passed since the first, then handed to SonicBoom as one write:
+ * each asynchronous write is a trip through libuv's thread pool, and SonicBoom's own `minLength`
+ * gathering counts the bytes of everything it holds on every line, which costs more per line than
+ * the appends here (docs/logging-measurements.md). SonicBoom does the rest: the writes, retrying a
+ * failed one, `flush` calling back once all is written, and the synchronous flush pino registers
+ * for exit. Any exit through Node, process.exit and an uncaught exception included, writes what is
+ * held; a SIGKILL loses at most the last HOLD_MS.
  */
-export function logDestination(dest: number | string = 1): LogDestination {
-  const sink = pino.destination({ dest, sync: false, minLength: HOLD_BYTES, maxWrite: MAX_WRITE, periodicFlush: HOLD_MS });
-  reportWriteErrors(sink);
-  return sink;
+export function logDestination(dest: number | string = 1): HeldDestination {
+  // A minLength above 0 is what makes SonicBoom's `flush` wait for the write under way; a batch
+  // handed on is always longer, so it is written at once.
+  return new HeldDestination(pino.destination({ dest, sync: false, minLength: 1 }));
 }
 
-export type LogDestination = ReturnType<typeof pino.destination>;
+type Sink = ReturnType<typeof pino.destination>;
 
 export const HOLD_BYTES = 16 * 1024;
 export const HOLD_MS = 50;
-/** SonicBoom requires minLength below maxWrite (16 KB by default): one write takes up to this much. */
-const MAX_WRITE = 4 * HOLD_BYTES;
+
+const held = new Set<HeldDestination>();
+let exitHooked = false;
+
+export class HeldDestination {
+  private pending = '';
+  private timer: NodeJS.Timeout | null = null;
+  /** stdout's reader is gone (EPIPE): pino made the sink's write a no-op, nothing more is written. */
+  private closed = false;
+
+  constructor(readonly sink: Sink) {
+    held.add(this);
+    sink.on('close', () => held.delete(this));
+    reportWriteErrors(sink, () => {
+      this.closed = true;
+      this.pending = '';
+    });
+    if (!exitHooked) {
+      exitHooked = true;
+      process.on('exit', () => {
+        for (const d of held) d.flushSync();
+      });
+    }
+  }
+
+  write(line: string): void {
+    if (this.closed) return;
+    this.pending += line;
+    if (this.pending.length >= HOLD_BYTES) this.handOn();
+    else if (this.timer === null) this.timer = setTimeout(this.handOn, HOLD_MS).unref();
+  }
+
+  private readonly handOn = (): void => {
+    if (this.timer !== null) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    if (this.pending === '') return;
+    const out = this.pending;
+    this.pending = '';
+    this.sink.write(out);
+  };
+
+  /**
+   * pino's `logger.flush(cb)`: cb runs once every line written so far is written out, or with the
+   * write error that kept some from it (SonicBoom keeps a failed write's lines and tries them
+   * again with the next write, or at exit).
+   */
+  flush(cb?: (err?: Error) => void): void {
+    this.handOn();
+    // SonicBoom fsyncs once all is written: a pipe or a terminal cannot be (EINVAL), and a log
+    // promises no more than written.
+    this.sink.flush((err?: NodeJS.ErrnoException) => cb?.(err?.syscall === 'fsync' ? undefined : err));
+  }
+
+  /**
+   * At exit, when no callback will run again: what SonicBoom holds, then what is held here,
+   * written synchronously. A batch SonicBoom is writing at that moment cannot be waited for: it
+   * may land after the lines written here, or be lost if the process ends first. The drain on
+   * SIGTERM flushes with a callback first, so it never leaves one under way.
+   */
+  flushSync(): void {
+    if (this.closed) return;
+    try {
+      this.sink.flushSync();
+      if (this.pending !== '') writeSync((this.sink as unknown as { fd: number }).fd, this.pending);
+      this.pending = '';
+    } catch {
+      // Not open yet, or closed: there is nowhere to write.
+    }
+  }
+}
 
 /**
  * A log sink is not worth a gateway: without a listener of ours, a write error other than EPIPE
  * would be thrown from an event and end the process (pino's own listener swallows EPIPE, makes
- * the sink's write a no-op from then on, and re-emits any other error). Said once on stderr until
- * a write succeeds again, since SonicBoom keeps a failed write's lines and tries them again at
- * every flush.
+ * the sink's write a no-op from then on, and re-emits any other error, so each arrives here
+ * twice). Said once on stderr until a write succeeds again, since SonicBoom tries a failed write's
+ * lines again with every later write or flush.
  */
-function reportWriteErrors(sink: LogDestination): void {
+function reportWriteErrors(sink: Sink, onClosed: () => void): void {
   let said = false;
   let closed = false;
   sink.on('write', () => {
@@ -66,6 +139,7 @@ function reportWriteErrors(sink: LogDestination): void {
     said = true;
     if (err.code === 'EPIPE') {
       closed = true;
+      onClosed();
       process.stderr.write('sluice: stdout is closed (EPIPE); log lines are dropped from now on\n');
     } else {
       process.stderr.write(`sluice: log write failed: ${err.message}\n`);
