@@ -39,8 +39,8 @@ const REDACT_PATHS = [
  * held; a SIGKILL loses at most the last HOLD_MS.
  */
 export function logDestination(dest: number | string = 1): HeldDestination {
-  // A minLength above 0 is what makes SonicBoom's `flush` wait for the write under way; a batch
-  // handed on is always longer, so it is written at once.
+  // A minLength above 0 is what makes SonicBoom's `flush` wait for the write under way; any batch
+  // handed on reaches it, so it is written at once.
   return new HeldDestination(pino.destination({ dest, sync: false, minLength: 1 }));
 }
 

@@ -4,11 +4,10 @@
  * http-proxy, sluice "before" and sluice "after" (paid path, Redis store) for N rounds.
  *   [BEFORE_REF=HEAD~2] [AB_PATH=/v1/chat/completions] [AB_MODEL=gpt-4o-mini] npx tsx bench/tools/before-after.ts [rounds] [seconds]
  */
-import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import ts from 'typescript';
+import { cpSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { BENCH_DIR, BUILD_DIR, measureWhile, type Server } from '../lib/proc.js';
+import { transpileSrcAt } from '../lib/ref-src.js';
 import { benchSession, type BenchSession } from '../lib/session.js';
 import { wrk } from '../lib/wrk.js';
 
@@ -24,15 +23,7 @@ function buildBefore(): void {
   rmSync(oldBuild, { recursive: true, force: true });
   cpSync(BUILD_DIR, oldBuild, { recursive: true });
   rmSync(join(oldBuild, 'src'), { recursive: true, force: true });
-  const git = (...args: string[]): string => execFileSync('git', args, { encoding: 'utf8', maxBuffer: 64 << 20 });
-  for (const f of git('ls-tree', '-r', '--name-only', ref, 'src').split('\n').filter((n) => n.endsWith('.ts') && !n.endsWith('.test.ts'))) {
-    const out = ts.transpileModule(git('show', `${ref}:${f}`), {
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-    });
-    const dest = join(oldBuild, f.replace(/\.ts$/, '.js'));
-    mkdirSync(dirname(dest), { recursive: true });
-    writeFileSync(dest, out.outputText);
-  }
+  transpileSrcAt(ref, oldBuild);
 }
 
 await benchSession(async ({ redis, start }) => {
