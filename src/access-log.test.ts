@@ -66,9 +66,9 @@ describe('access line', () => {
   });
 
   it('escapes a lone surrogate, so the line stays valid JSON that reads back as sent', () => {
-    const { direct, a } = pair();
+    const a = sink();
     const odd = 'gpt-\ud800-x';
-    direct({ ...base, model: odd }, 'admitted');
+    createAccessLog(createLogger('info', a.stream))({ ...base, model: odd }, 'admitted');
     expect(a.text()).toContain('\\ud800');
     expect((JSON.parse(a.text()) as { model: string }).model).toBe(odd);
   });

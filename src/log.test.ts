@@ -1,12 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it, vi } from 'vitest';
 import { buildConfig, publicConfig } from './config.js';
 import pino from 'pino';
-import { HOLD_BYTES, HOLD_MS, HeldDestination, createLogger, isoTimeCached } from './log.js';
+import { HOLD_BYTES, HOLD_MS, createLogger, isoTimeCached, logDestination, type HeldDestination } from './log.js';
 
 function capture(): { log: ReturnType<typeof createLogger>; lines: () => Array<Record<string, unknown>> } {
   const out: string[] = [];
@@ -75,6 +75,16 @@ describe('log destination', () => {
     expect(r.msgs).toEqual(['before', 'last']);
   });
 
+  it('calls a flush back without an error when stdout is a pipe (which cannot be fsynced)', () => {
+    const r = runScript(`
+      const log = createLogger('info');
+      log.info('one');
+      log.flush((err) => process.stderr.write('flushed ' + (err ? err.code : 'ok') + '\\n'));
+    `);
+    expect(r.stderr).toContain('flushed ok');
+    expect(r.msgs).toEqual(['one']);
+  });
+
   it('keeps serving, and flush still calls back, when stdout\'s reader has gone (EPIPE)', async () => {
     const script = `import { createLogger } from './src/log.ts';
       const log = createLogger('info');
@@ -94,20 +104,31 @@ describe('log destination', () => {
     expect(code, stderr).toBe(0);
   });
 
-  function held(): { dest: HeldDestination; writes: string[]; file: string } {
-    const file = join(mkdtempSync(join(tmpdir(), 'sluice-log-')), 'out.log');
-    const sink = pino.destination({ dest: file, sync: false });
+  it('writes what it holds when the process ends on its own', () => {
+    const r = runScript(`
+      const log = createLogger('info');
+      log.info('one');
+      setTimeout(() => log.info('two'), 10);
+    `);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.msgs).toEqual(['one', 'two']);
+  });
+
+  /** A destination onto a new file, with what it has handed SonicBoom so far. */
+  async function held(file = join(mkdtempSync(join(tmpdir(), 'sluice-log-')), 'out.log')): Promise<{ dest: HeldDestination; writes: string[]; file: string }> {
+    const dest = logDestination(file);
     const writes: string[] = [];
-    const write = sink.write.bind(sink);
-    sink.write = (s: string) => {
+    const write = dest.sink.write.bind(dest.sink);
+    dest.sink.write = (s: string) => {
       writes.push(s);
       return write(s);
     };
-    return { dest: new HeldDestination(sink), writes, file };
+    await new Promise((r) => dest.sink.once('ready', r));
+    return { dest, writes, file };
   }
 
-  it('holds lines up to 50 ms and hands them on as one write, in order', async () => {
-    const { dest, writes } = held();
+  it(`holds lines up to ${HOLD_MS} ms and hands them on as one write, in order`, async () => {
+    const { dest, writes, file } = await held();
     dest.write('a\n');
     dest.write('b\n');
     await new Promise((r) => setImmediate(r));
@@ -115,48 +136,59 @@ describe('log destination', () => {
     expect(writes).toEqual([]);
     await new Promise((r) => setTimeout(r, HOLD_MS + 30));
     expect(writes).toEqual(['a\nb\nc\n']);
+    await new Promise<void>((resolve, reject) => dest.flush((err) => (err ? reject(err) : resolve())));
+    expect(readFileSync(file, 'utf8')).toBe('a\nb\nc\n');
+    dest.sink.destroy();
   });
 
-  it('hands lines on at once when 16 KB have gathered', () => {
-    const { dest, writes } = held();
+  it('hands lines on at once when 16 KB have gathered', async () => {
+    const { dest, writes } = await held();
     const line = 'x'.repeat(1023) + '\n';
     for (let i = 0; i < HOLD_BYTES / 1024 - 1; i++) dest.write(line);
     expect(writes).toEqual([]);
     dest.write(line);
     expect(writes).toHaveLength(1);
     expect(writes[0]).toHaveLength(HOLD_BYTES);
+    dest.sink.destroy();
   });
 
-  it('survives a write error on its sink: says so on stderr, and a pending flush hears of it', async () => {
+  it('survives a write error: says so on stderr once, and every flush hears of it', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'sluice-log-')), 'out.log');
-    const sink = pino.destination({ dest: file, sync: false });
-    sink.write = () => {
-      setImmediate(() => sink.emit('error', new Error('EIO: disk gone')));
-      return true;
-    };
-    const dest = new HeldDestination(sink);
+    writeFileSync(file, '');
+    // Opened for reading only: every write fails.
+    const dest = logDestination(openSync(file, 'r'));
     const said = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     try {
       dest.write('line\n');
-      const err = await new Promise<Error | undefined>((resolve) => dest.flush(resolve));
-      expect(err?.message).toBe('EIO: disk gone');
-      // Said once, though pino's own listener re-emits the error.
-      expect(said.mock.calls.filter(([m]) => String(m).includes('log write failed'))).toEqual([['sluice: log write failed: EIO: disk gone\n']]);
-      // The failed lines are not written: a later flush with nothing new says so, not "done".
-      const again = await new Promise<Error | undefined>((resolve) => dest.flush(resolve));
-      expect(again?.message).toBe('EIO: disk gone');
+      const err = (await new Promise<Error | undefined>((resolve) => dest.flush(resolve))) as NodeJS.ErrnoException | undefined;
+      expect(err?.code).toBe('EBADF');
+      // The failed lines are kept and tried again: a later flush with nothing new says so, not "done".
+      const again = (await new Promise<Error | undefined>((resolve) => dest.flush(resolve))) as NodeJS.ErrnoException | undefined;
+      expect(again?.code).toBe('EBADF');
+      // Said once, though pino's own listener re-emits the error and the second flush met it again.
+      expect(said.mock.calls.filter(([m]) => String(m).includes('log write failed'))).toEqual([[`sluice: log write failed: ${err?.message}\n`]]);
     } finally {
       said.mockRestore();
+      dest.sink.destroy();
     }
   });
 
   it('has everything written when a logger flush calls back (the drain path in main)', async () => {
-    const { dest, file } = held();
+    const { dest, file } = await held();
     const log = createLogger('info', dest);
     log.info('one');
     log.warn('two');
     await new Promise<void>((resolve, reject) => log.flush((err) => (err ? reject(err) : resolve())));
     expect(readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['one', 'two']);
+    dest.sink.destroy();
+  });
+});
+
+describe('log lines', () => {
+  it('escape a lone surrogate, so the line reads back as sent, and leave pairs alone', () => {
+    const { log, lines } = capture();
+    log.info({ model: 'gpt-\ud800-x', emoji: 'a 🚀 b' }, 'odd \udc00');
+    expect(lines()[0]).toMatchObject({ model: 'gpt-\ud800-x', emoji: 'a 🚀 b', msg: 'odd \udc00' });
   });
 });
 

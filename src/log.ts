@@ -8,7 +8,7 @@ import { CONFIG_REDACT_PATHS } from './config/schema.js';
 
 /**
  * Named exactly, never with wildcards: a wildcard path (`*.key`) makes pino walk every field of
- * every line, which doubled the cost of the per-request access line (about 13 µs against 7). The
+ * every line, the per-request access line included. The
  * only nested object sluice logs is the config on reload, already through publicConfig; its
  * secrets are named here as well, in case that ever changes.
  */
@@ -27,20 +27,22 @@ const REDACT_PATHS = [
 ];
 
 /**
- * Where lines go: stdout (or a file, for benchmarks), never on the request path. Lines are held
- * until 16 KB have gathered or 50 ms have passed since the first, then handed to SonicBoom as one
- * asynchronous write. Handing it every line cost 2.1-3.4 µs of CPU per line in isolation, against
- * 0.9-1.2 held (`npx tsx bench/tools/log-destination.ts`): each async write is a trip through
- * libuv's thread pool, about 10 µs here. A synchronous write per line costs about as little as
- * holding in isolation, but would stall every request whenever the reader of stdout falls behind. Any exit through Node,
- * process.exit and an uncaught exception included, writes what is held; a SIGKILL loses at most
- * the last 50 ms.
+ * Where lines go: stdout (or a file, for benchmarks), written asynchronously by SonicBoom so that a
+ * slow reader never stalls a request. Lines are gathered here into one string until HOLD_BYTES
+ * have built up or HOLD_MS have passed since the first, then handed to SonicBoom as one write:
+ * each asynchronous write is a trip through libuv's thread pool, and SonicBoom's own `minLength`
+ * gathering counts the bytes of everything it holds on every line, which costs more per line than
+ * the appends here (docs/logging-measurements.md). SonicBoom does the rest: the writes, retrying a
+ * failed one, `flush` calling back once all is written, and the synchronous flush pino registers
+ * for exit. Any exit through Node, process.exit and an uncaught exception included, writes what is
+ * held; a SIGKILL loses at most the last HOLD_MS.
  */
 export function logDestination(dest: number | string = 1): HeldDestination {
-  return new HeldDestination(pino.destination({ dest, sync: false }));
+  // A minLength above 0 is what makes SonicBoom's `flush` wait for the write under way; any batch
+  // handed on reaches it, so it is written at once.
+  return new HeldDestination(pino.destination({ dest, sync: false, minLength: 1 }));
 }
 
-/** SonicBoom, which pino builds; its `fd` is public but not in its type declarations. */
 type Sink = ReturnType<typeof pino.destination>;
 
 export const HOLD_BYTES = 16 * 1024;
@@ -52,42 +54,18 @@ let exitHooked = false;
 export class HeldDestination {
   private pending = '';
   private timer: NodeJS.Timeout | null = null;
-  /** A write handed to SonicBoom is under way; it says 'drain' when all it took is written. */
-  private writing = false;
-  /** The last write error since everything was last written; flush reports it. */
-  private failed: Error | null = null;
   /** stdout's reader is gone (EPIPE): pino made the sink's write a no-op, nothing more is written. */
   private closed = false;
-  private flushed: Array<(err?: Error) => void> = [];
 
-  constructor(private readonly sink: Sink) {
+  constructor(readonly sink: Sink) {
     held.add(this);
     sink.on('close', () => held.delete(this));
-    sink.on('drain', () => {
-      this.writing = false;
-      this.failed = null;
-      for (const cb of this.flushed.splice(0)) cb();
-    });
-    // Without a listener of ours, a write error other than EPIPE would be thrown from an event and
-    // end the process: a log sink is not worth a gateway. pino's own listener re-emits such an
-    // error once, so the same error arrives here twice.
-    sink.on('error', (err: Error & { code?: string }) => {
-      if (err === this.failed) return;
-      this.writing = false;
-      this.failed = err;
-      if (err.code === 'EPIPE') {
-        this.closed = true;
-        this.pending = '';
-        process.stderr.write('sluice: stdout is closed (EPIPE); log lines are dropped from now on\n');
-      } else {
-        process.stderr.write(`sluice: log write failed: ${err.message}\n`);
-      }
-      for (const cb of this.flushed.splice(0)) cb(err);
+    reportWriteErrors(sink, () => {
+      this.closed = true;
+      this.pending = '';
     });
     if (!exitHooked) {
       exitHooked = true;
-      // Runs after pino's own exit hook for the sink (registered when the sink was built), so
-      // what SonicBoom holds goes out first, then the lines held here.
       process.on('exit', () => {
         for (const d of held) d.flushSync();
       });
@@ -109,7 +87,6 @@ export class HeldDestination {
     if (this.pending === '') return;
     const out = this.pending;
     this.pending = '';
-    this.writing = true;
     this.sink.write(out);
   };
 
@@ -120,19 +97,16 @@ export class HeldDestination {
    */
   flush(cb?: (err?: Error) => void): void {
     this.handOn();
-    if (this.writing) {
-      if (cb) this.flushed.push(cb);
-      return;
-    }
-    const err = this.failed ?? undefined;
-    cb?.(err);
+    // SonicBoom fsyncs once all is written: a pipe or a terminal cannot be (EINVAL), and a log
+    // promises no more than written.
+    this.sink.flush((err?: NodeJS.ErrnoException) => cb?.(err?.syscall === 'fsync' ? undefined : err));
   }
 
   /**
-   * At exit, when no callback will run again: everything held, written synchronously. A batch
-   * SonicBoom is writing at that moment (at most 16 KB) cannot be waited for: it may land after
-   * the lines written here, or be lost if the process ends first. The drain on SIGTERM flushes
-   * with a callback first, so it never leaves one under way.
+   * At exit, when no callback will run again: what SonicBoom holds, then what is held here,
+   * written synchronously. A batch SonicBoom is writing at that moment cannot be waited for: it
+   * may land after the lines written here, or be lost if the process ends first. The drain on
+   * SIGTERM flushes with a callback first, so it never leaves one under way.
    */
   flushSync(): void {
     if (this.closed) return;
@@ -147,8 +121,33 @@ export class HeldDestination {
 }
 
 /**
- * pino's `isoTime`, formatted once per millisecond: under load many lines share one, and
- * `toISOString` was about a sixth of the access line's cost.
+ * A log sink is not worth a gateway: without a listener of ours, a write error other than EPIPE
+ * would be thrown from an event and end the process (pino's own listener swallows EPIPE, makes
+ * the sink's write a no-op from then on, and re-emits any other error, so each arrives here
+ * twice). Said once on stderr until a write succeeds again, since SonicBoom tries a failed write's
+ * lines again with every later write or flush.
+ */
+function reportWriteErrors(sink: Sink, onClosed: () => void): void {
+  let said = false;
+  let closed = false;
+  sink.on('write', () => {
+    said = false;
+  });
+  sink.on('error', (err: NodeJS.ErrnoException) => {
+    if (said || closed) return;
+    said = true;
+    if (err.code === 'EPIPE') {
+      closed = true;
+      onClosed();
+      process.stderr.write('sluice: stdout is closed (EPIPE); log lines are dropped from now on\n');
+    } else {
+      process.stderr.write(`sluice: log write failed: ${err.message}\n`);
+    }
+  });
+}
+
+/**
+ * pino's `isoTime`, formatted once per millisecond: under load many lines share one.
  */
 let stampMs = -1;
 let stamp = '';
@@ -161,14 +160,29 @@ export function isoTimeCached(): string {
   return stamp;
 }
 
+/**
+ * pino writes a short string's lone surrogate (half of a UTF-16 pair, from a client's path or
+ * model) raw, and it reaches the log as U+FFFD; escaped (`\ud800`), the line reads back as sent.
+ * Paired surrogates are left alone.
+ */
+const LONE_SURROGATE = /\p{Cs}/gu;
+export function escapeLoneSurrogates(line: string): string {
+  return (line as string & { isWellFormed(): boolean }).isWellFormed()
+    ? line
+    : line.replace(LONE_SURROGATE, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
+/** sluice's logger options: what every line of `createLogger` is written with. */
+export function loggerOptions(level: string): pino.LoggerOptions {
+  return {
+    level,
+    base: { svc: 'sluice' },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    timestamp: isoTimeCached,
+    hooks: { streamWrite: escapeLoneSurrogates },
+  };
+}
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino(
-    {
-      level,
-      base: { svc: 'sluice' },
-      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      timestamp: isoTimeCached,
-    },
-    destination ?? logDestination(),
-  );
+  return pino(loggerOptions(level), destination ?? logDestination());
 }
