@@ -1,12 +1,15 @@
 /**
  * Before/after for hot-path work: builds a copy of bench/.build whose src/ comes from a git ref
  * (default HEAD, i.e. the working tree against the last commit), then alternates bare
- * http-proxy, sluice "before" and sluice "after" (paid path, Redis store) for N rounds.
- *   [BEFORE_REF=HEAD~2] [AB_PATH=/v1/chat/completions] [AB_MODEL=gpt-4o-mini] npx tsx bench/tools/before-after.ts [rounds] [seconds]
+ * http-proxy, sluice "before" and sluice "after" (paid path, Redis store; with AB_FREE=1 the free
+ * path of each too) for N rounds, on the relay stand-in or (BENCH_RELAY=minimal) the minimal relay.
+ * Per variant: req/s, its ratio to bare, CPU µs and main-thread wake-ups per request of the proxy
+ * and of the relay behind it (medians over rounds).
+ *   [BEFORE_REF=HEAD~2] [BENCH_RELAY=minimal] [AB_FREE=1] [AB_PATH=/v1/chat/completions] npx tsx bench/tools/before-after.ts [rounds] [seconds]
  */
 import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { BENCH_DIR, BUILD_DIR, measureWhile, type Server } from '../lib/proc.js';
+import { BENCH_DIR, BUILD_DIR, perRequest, threadSample, type Server } from '../lib/proc.js';
 import { transpileSrcAt } from '../lib/ref-src.js';
 import { benchSession, type BenchSession } from '../lib/session.js';
 import { wrk } from '../lib/wrk.js';
@@ -14,7 +17,9 @@ import { wrk } from '../lib/wrk.js';
 const rounds = Number(process.argv[2] ?? 4);
 const seconds = Number(process.argv[3] ?? 4);
 const ref = process.env.BEFORE_REF ?? 'HEAD';
-const body = JSON.stringify({ model: process.env.AB_MODEL ?? 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
+const bodyOf = (model: string): string => JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello.' }] });
+const PAID = bodyOf('gpt-4o-mini');
+const FREE = bodyOf('vend-flash-free');
 
 const oldBuild = join(BENCH_DIR, '.build-before');
 
@@ -26,40 +31,66 @@ function buildBefore(): void {
   transpileSrcAt(ref, oldBuild);
 }
 
-await benchSession(async ({ redis, start }) => {
+await benchSession(async ({ redis, start, servers }) => {
   buildBefore();
   try {
-    await compare(redis.url, start);
+    await compare(redis.url, start, servers[0]!);
   } finally {
     rmSync(oldBuild, { recursive: true, force: true });
   }
 });
 process.exit(0);
 
-async function compare(redisUrl: string, start: BenchSession['start']): Promise<void> {
+async function compare(redisUrl: string, start: BenchSession['start'], relay: Server): Promise<void> {
   const env = { BENCH_REDIS_URL: redisUrl };
-  const vs: Array<{ id: string; s: Server }> = [
-    { id: 'bare', s: await start('bare', 'bare.ts', { env }) },
-    { id: 'sluice-before', s: await start('sluice-before', 'sluice.ts', { env, path: join(oldBuild, 'bench', 'servers', 'sluice.js') }) },
-    { id: 'sluice-after', s: await start('sluice-after', 'sluice.ts', { env }) },
+  const before = await start('sluice-before', 'sluice.ts', { env, path: join(oldBuild, 'bench', 'servers', 'sluice.js') });
+  const after = await start('sluice-after', 'sluice.ts', { env });
+  const vs: Array<{ id: string; s: Server; body: string }> = [
+    { id: 'bare', s: await start('bare', 'bare.ts', { env }), body: PAID },
+    { id: 'before', s: before, body: PAID },
+    { id: 'after', s: after, body: PAID },
   ];
-  const go = (v: { s: Server }, secs: number) =>
-    wrk({ url: `http://127.0.0.1:${v.s.info.port as number}${process.env.AB_PATH ?? '/v1/chat/completions'}`, connections: 32, seconds: secs, body, keys: (v.s.info.keys as string[] | undefined) ?? ['sk-x'] });
+  if (process.env.AB_FREE === '1') vs.push({ id: 'before-free', s: before, body: FREE }, { id: 'after-free', s: after, body: FREE });
+  const go = (v: { s: Server; body: string }, secs: number) =>
+    wrk({
+      url: `http://127.0.0.1:${v.s.info.port as number}${process.env.AB_PATH ?? '/v1/chat/completions'}`,
+      connections: 32,
+      seconds: secs,
+      body: v.body,
+      keys: (v.s.info.keys as string[] | undefined) ?? ['sk-x'],
+    });
   for (const v of vs) await go(v, 2);
-  const acc = new Map<string, Array<{ rps: number; us: number }>>();
+  interface Row {
+    rps: number;
+    proxy: { cpuUs: number; wakeups: number };
+    relay: { cpuUs: number; wakeups: number };
+  }
+  const acc = new Map<string, Row[]>(vs.map((v) => [v.id, []]));
   for (let r = 0; r < rounds; r++) {
-    const order = vs.map((_, i) => vs[(i + r) % vs.length]!);
-    for (const v of order) {
-      const { result, usage } = await measureWhile(v.s, () => go(v, seconds));
-      const us = (usage.cpuPct / 100 / result.rps) * 1e6;
-      (acc.get(v.id) ?? acc.set(v.id, []).get(v.id)!).push({ rps: result.rps, us });
-      console.log(`${r} ${v.id.padEnd(14)} ${result.rps.toFixed(0).padStart(6)} req/s  ${us.toFixed(0).padStart(4)} µs/req`);
+    for (const v of vs.map((_, i) => vs[(i + r) % vs.length]!)) {
+      const p0 = threadSample(v.s.pid);
+      const r0 = threadSample(relay.pid);
+      const result = await go(v, seconds);
+      const row = { rps: result.rps, proxy: perRequest(p0, threadSample(v.s.pid), result.requests), relay: perRequest(r0, threadSample(relay.pid), result.requests) };
+      acc.get(v.id)!.push(row);
+      console.log(
+        `${r} ${v.id.padEnd(12)} ${row.rps.toFixed(0).padStart(6)} req/s | proxy ${row.proxy.cpuUs.toFixed(0).padStart(4)} µs ${row.proxy.wakeups.toFixed(3)} wake-ups | relay ${row.relay.cpuUs.toFixed(0).padStart(4)} µs ${row.relay.wakeups.toFixed(3)} wake-ups per request`,
+      );
     }
   }
-  const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const med = (xs: number[]): number => {
+    const s = [...xs].sort((a, b) => a - b);
+    const m = Math.floor(s.length / 2);
+    return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+  };
   const bare = acc.get('bare')!;
+  console.log('\nvariant       req/s  of bare (rounds)    proxy µs/req  proxy wake-ups/req  relay µs/req  relay wake-ups/req');
   for (const [id, xs] of acc) {
-    const ratio = med(xs.map((x, i) => x.rps / bare[i]!.rps));
-    console.log(`${id.padEnd(14)} median ${med(xs.map((x) => x.rps)).toFixed(0)} req/s, ${med(xs.map((x) => x.us)).toFixed(0)} µs/req CPU, ${ratio.toFixed(2)} of bare`);
+    const ratios = xs.map((x, i) => x.rps / bare[i]!.rps);
+    console.log(
+      `${id.padEnd(12)} ${med(xs.map((x) => x.rps)).toFixed(0).padStart(6)}  ${med(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})  ` +
+        `${med(xs.map((x) => x.proxy.cpuUs)).toFixed(0).padStart(12)}  ${med(xs.map((x) => x.proxy.wakeups)).toFixed(3).padStart(18)}  ` +
+        `${med(xs.map((x) => x.relay.cpuUs)).toFixed(0).padStart(12)}  ${med(xs.map((x) => x.relay.wakeups)).toFixed(3).padStart(18)}`,
+    );
   }
 }
