@@ -32,7 +32,7 @@ const REDACT_PATHS = [
  * have built up or HOLD_MS have passed since the first, then handed to SonicBoom as one write:
  * each asynchronous write is a trip through libuv's thread pool, and SonicBoom's own `minLength`
  * gathering counts the bytes of everything it holds on every line, which costs more per line than
- * the appends here (docs/logging-measurements.md). SonicBoom does the rest: the writes, retrying a
+ * the appends here (docs/performance.md). SonicBoom does the rest: the writes, retrying a
  * failed one, `flush` calling back once all is written, and the synchronous flush pino registers
  * for exit. Any exit through Node, process.exit and an uncaught exception included, writes what is
  * held; a SIGKILL loses at most the last HOLD_MS.
