@@ -3,6 +3,7 @@ import pino, { type Logger, type LoggerOptions } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { accessFields, createAccessLog, redactPath, wantsAccessLine, type AccessRecord } from './access-log.js';
 import { createLogger } from './log.js';
+import type { Outcome } from './outcome.js';
 
 function sink(): { stream: Writable; text: () => string; clear: () => void } {
   let out = '';
@@ -16,7 +17,7 @@ function sink(): { stream: Writable; text: () => string; clear: () => void } {
 }
 
 /** The line pino itself writes for the same request: what the access log must reproduce. */
-function pinoLine(log: Logger, r: AccessRecord, decision: string, totalMs: number): void {
+function pinoLine(log: Logger, r: AccessRecord, decision: Outcome, totalMs: number): void {
   log.info(accessFields(r, decision, totalMs), 'request');
 }
 
@@ -41,7 +42,7 @@ const strings = [
 describe('access line', () => {
   afterEach(() => vi.restoreAllMocks());
 
-  function pair(opts: LoggerOptions = {}): { direct: (r: AccessRecord, d: string) => void; reference: Logger; a: ReturnType<typeof sink>; b: ReturnType<typeof sink> } {
+  function pair(opts: LoggerOptions = {}): { direct: (r: AccessRecord, d: Outcome) => void; reference: Logger; a: ReturnType<typeof sink>; b: ReturnType<typeof sink> } {
     const a = sink();
     const b = sink();
     const options = { base: { svc: 'sluice' }, timestamp: () => ',"time":"2026-11-23T00:00:00.000Z"', ...opts };
@@ -153,7 +154,7 @@ describe('accessLog setting', () => {
     expect(statuses.map((st) => wantsAccessLine('errors', 'admitted', st))).toEqual([false, false, false, false, true, true, true, true, true, true]);
     expect(statuses.map((st) => wantsAccessLine('off', 'admitted', st))).toEqual(statuses.map(() => false));
     // A stream either side cut after a 200: not admitted in the end, so kept.
-    expect(['upstream_aborted', 'client_aborted'].map((d) => wantsAccessLine('errors', d, 200))).toEqual([true, true]);
+    expect((['upstream_aborted', 'client_aborted'] as const).map((d) => wantsAccessLine('errors', d, 200))).toEqual([true, true]);
     expect(wantsAccessLine('off', 'upstream_aborted', 200)).toBe(false);
   });
 });

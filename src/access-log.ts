@@ -3,6 +3,7 @@
  * "request"`, written through the logger like any other line, so the logger's level, bindings,
  * redaction, hooks and destination all apply to it.
  */
+import type { Outcome } from './outcome.js';
 import type { Logger } from 'pino';
 import type { AccessLogMode } from './config.js';
 
@@ -26,14 +27,14 @@ export interface AccessRecord {
   upstreamMs?: number | null;
 }
 
-export type AccessLog = (r: AccessRecord, decision: string) => void;
+export type AccessLog = (r: AccessRecord, decision: Outcome) => void;
 
 /**
  * Whether a request gets its access line under the `accessLog` setting: `errors` keeps the lines
  * operators look for (refusals, relay failures, streams either side cut, answers of 400 or more)
  * and drops the calls that went through, with what they cost.
  */
-export function wantsAccessLine(mode: AccessLogMode, decision: string, status: number | undefined): boolean {
+export function wantsAccessLine(mode: AccessLogMode, decision: Outcome, status: number | undefined): boolean {
   return mode === 'all' || (mode === 'errors' && (decision !== 'admitted' || status === undefined || status >= 400));
 }
 
@@ -60,7 +61,7 @@ export function redactPath(path: string): string {
 /**
  * The access line's fields, in the order they are written. Fields left undefined are omitted.
  */
-export function accessFields(r: AccessRecord, decision: string, totalMs: number): Record<string, unknown> {
+export function accessFields(r: AccessRecord, decision: Outcome, totalMs: number): Record<string, unknown> {
   return {
     reqId: r.id,
     method: r.method,

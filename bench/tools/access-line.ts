@@ -40,7 +40,7 @@ const r: AccessRecord = {
   upstreamMs: 1.2345,
 };
 const contenders: Record<string, () => void> = {};
-const add = (id: string, access: (r: AccessRecord, d: string) => void): void => {
+const add = (id: string, access: (r: AccessRecord, d: 'admitted') => void): void => {
   contenders[id] = () => access(r, 'admitted');
 };
 add(`before (${ref})`, old.createAccessLog(oldLog.createLogger('info', sink)));
