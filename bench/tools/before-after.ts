@@ -4,13 +4,15 @@
  * http-proxy, sluice "before" and sluice "after" (paid path, Redis store; with AB_FREE=1 the free
  * path of each too) for N rounds, on the relay stand-in or (BENCH_RELAY=minimal) the minimal relay.
  * Per variant: req/s, its ratio to bare, CPU µs and main-thread wake-ups per request of the proxy
- * and of the relay behind it (medians over rounds).
+ * and of the relay behind it, redis-server's CPU µs per request and the decisions each limit
+ * script run carried (medians over rounds).
  *   [BEFORE_REF=HEAD~2] [BENCH_RELAY=minimal] [AB_FREE=1] [AB_PATH=/v1/chat/completions] npx tsx bench/tools/before-after.ts [rounds] [seconds]
  */
 import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH_DIR, BUILD_DIR, perRequest, threadSample, type Server } from '../lib/proc.js';
 import { transpileSrcAt } from '../lib/ref-src.js';
+import { RedisCounter } from '../lib/redis-stats.js';
 import { benchSession, type BenchSession } from '../lib/session.js';
 import { wrk } from '../lib/wrk.js';
 
@@ -34,15 +36,16 @@ function buildBefore(): void {
 await benchSession(async ({ redis, start, servers }) => {
   buildBefore();
   try {
-    await compare(redis.url, start, servers[0]!);
+    await compare(redis, start, servers[0]!);
   } finally {
     rmSync(oldBuild, { recursive: true, force: true });
   }
 });
 process.exit(0);
 
-async function compare(redisUrl: string, start: BenchSession['start'], relay: Server): Promise<void> {
-  const env = { BENCH_REDIS_URL: redisUrl };
+async function compare(redis: BenchSession['redis'], start: BenchSession['start'], relay: Server): Promise<void> {
+  const env = { BENCH_REDIS_URL: redis.url };
+  const counter = new RedisCounter(redis.url);
   const before = await start('sluice-before', 'sluice.ts', { env, path: join(oldBuild, 'bench', 'servers', 'sluice.js') });
   const after = await start('sluice-after', 'sluice.ts', { env });
   const vs: Array<{ id: string; s: Server; body: string }> = [
@@ -64,17 +67,29 @@ async function compare(redisUrl: string, start: BenchSession['start'], relay: Se
     rps: number;
     proxy: { cpuUs: number; wakeups: number };
     relay: { cpuUs: number; wakeups: number };
+    /** redis-server's CPU per request, and the decisions each limit script run carried (0: none ran). */
+    redisUs: number;
+    perRun: number;
   }
   const acc = new Map<string, Row[]>(vs.map((v) => [v.id, []]));
   for (let r = 0; r < rounds; r++) {
     for (const v of vs.map((_, i) => vs[(i + r) % vs.length]!)) {
       const p0 = threadSample(v.s.pid);
       const r0 = threadSample(relay.pid);
+      const d0 = threadSample(redis.pid);
+      const c0 = await counter.counts();
       const result = await go(v, seconds);
-      const row = { rps: result.rps, proxy: perRequest(p0, threadSample(v.s.pid), result.requests), relay: perRequest(r0, threadSample(relay.pid), result.requests) };
+      const runs = RedisCounter.diff(c0, await counter.counts()).evalsha ?? 0;
+      const row = {
+        rps: result.rps,
+        proxy: perRequest(p0, threadSample(v.s.pid), result.requests),
+        relay: perRequest(r0, threadSample(relay.pid), result.requests),
+        redisUs: perRequest(d0, threadSample(redis.pid), result.requests).cpuUs,
+        perRun: runs === 0 ? 0 : result.requests / runs,
+      };
       acc.get(v.id)!.push(row);
       console.log(
-        `${r} ${v.id.padEnd(12)} ${row.rps.toFixed(0).padStart(6)} req/s | proxy ${row.proxy.cpuUs.toFixed(0).padStart(4)} µs ${row.proxy.wakeups.toFixed(3)} wake-ups | relay ${row.relay.cpuUs.toFixed(0).padStart(4)} µs ${row.relay.wakeups.toFixed(3)} wake-ups per request`,
+        `${r} ${v.id.padEnd(12)} ${row.rps.toFixed(0).padStart(6)} req/s | proxy ${row.proxy.cpuUs.toFixed(0).padStart(4)} µs ${row.proxy.wakeups.toFixed(3)} wake-ups | relay ${row.relay.cpuUs.toFixed(0).padStart(4)} µs ${row.relay.wakeups.toFixed(3)} wake-ups | Redis ${row.redisUs.toFixed(0).padStart(3)} µs per request`,
       );
     }
   }
@@ -84,13 +99,14 @@ async function compare(redisUrl: string, start: BenchSession['start'], relay: Se
     return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
   };
   const bare = acc.get('bare')!;
-  console.log('\nvariant       req/s  of bare (rounds)    proxy µs/req  proxy wake-ups/req  relay µs/req  relay wake-ups/req');
+  console.log('\nvariant       req/s  of bare (rounds)    proxy µs/req  proxy wake-ups/req  relay µs/req  relay wake-ups/req  Redis µs/req  decisions/script run');
   for (const [id, xs] of acc) {
     const ratios = xs.map((x, i) => x.rps / bare[i]!.rps);
     console.log(
       `${id.padEnd(12)} ${med(xs.map((x) => x.rps)).toFixed(0).padStart(6)}  ${med(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})  ` +
         `${med(xs.map((x) => x.proxy.cpuUs)).toFixed(0).padStart(12)}  ${med(xs.map((x) => x.proxy.wakeups)).toFixed(3).padStart(18)}  ` +
-        `${med(xs.map((x) => x.relay.cpuUs)).toFixed(0).padStart(12)}  ${med(xs.map((x) => x.relay.wakeups)).toFixed(3).padStart(18)}`,
+        `${med(xs.map((x) => x.relay.cpuUs)).toFixed(0).padStart(12)}  ${med(xs.map((x) => x.relay.wakeups)).toFixed(3).padStart(18)}  ` +
+        `${med(xs.map((x) => x.redisUs)).toFixed(0).padStart(12)}  ${med(xs.map((x) => x.perRun)).toFixed(1).padStart(20)}`,
     );
   }
 }
