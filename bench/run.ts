@@ -64,6 +64,8 @@ interface Round {
   /** CPU µs and main-thread wake-ups per request, of the server under test and of its relay. */
   server: { cpuUs: number; wakeups: number };
   relay: { cpuUs: number; wakeups: number };
+  /** redis-server's CPU µs per request (whoever asked it: only the variants that decide in Redis do). */
+  redisCpuUs: number;
   redis: CommandCounts | null;
   /** CPU % taken by processes outside the benchmark during the round. */
   foreignPct: number;
@@ -219,6 +221,7 @@ async function main(): Promise<void> {
         const relayPid = relayOf[v.profile].pid;
         const s0 = threadSample(v.server.pid);
         const r0 = threadSample(relayPid);
+        const d0 = threadSample(redis!.pid);
         foreign.start();
         const { result, usage } = await measureWhile(v.server, () =>
           wrk({ url: `http://127.0.0.1:${v.port}/v1/chat/completions`, connections: CONNECTIONS, seconds: P.seconds, body: v.body, keys: v.keys }),
@@ -226,8 +229,9 @@ async function main(): Promise<void> {
         const foreignPct = foreign.stop();
         const server = perRequest(s0, threadSample(v.server.pid), result.requests);
         const relayUse = perRequest(r0, threadSample(relayPid), result.requests);
+        const redisCpuUs = perRequest(d0, threadSample(redis!.pid), result.requests).cpuUs;
         const after = v.redis ? await counter.counts() : null;
-        rounds.get(v.id)!.push({ load: result, usage, server, relay: relayUse, redis: before && after ? RedisCounter.diff(before, after) : null, foreignPct });
+        rounds.get(v.id)!.push({ load: result, usage, server, relay: relayUse, redisCpuUs, redis: before && after ? RedisCounter.diff(before, after) : null, foreignPct });
         log(
           `round ${r + 1}/${P.rounds} ${v.id.padEnd(18)} ${result.rps.toFixed(0).padStart(6)} req/s  p99 ${result.p99.toFixed(2)} ms  ` +
             `cpu ${usage.cpuPct.toFixed(0)}%  non-2xx ${result.non2xx}  other load ${foreignPct.toFixed(0)}%`,
@@ -430,6 +434,7 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
       wakeupsPerReq: median(rs.map((r) => r.server.wakeups)),
       relayCpuUsPerReq: median(rs.map((r) => r.relay.cpuUs)),
       relayWakeupsPerReq: median(rs.map((r) => r.relay.wakeups)),
+      redisCpuUsPerReq: median(rs.map((r) => r.redisCpuUs)),
       rssMb: Math.max(...rs.map((r) => r.usage.rssMaxMb)),
       foreignPct: median(rs.map((r) => r.foreignPct)),
       non2xx: rs.reduce((a, r) => a + r.load.non2xx, 0),
@@ -455,6 +460,7 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
     'wake-ups/req',
     'relay CPU µs/req',
     'relay wake-ups/req',
+    'Redis CPU µs/req',
     'peak RSS MB',
     'non-2xx',
     'Redis trips/req',
@@ -473,6 +479,7 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
     f(s.wakeupsPerReq, 3),
     f(s.relayCpuUsPerReq, 0),
     f(s.relayWakeupsPerReq, 3),
+    f(s.redisCpuUsPerReq, 0),
     f(s.rssMb, 0),
     String(s.non2xx + s.errors),
     s.redisCmds === null ? '–' : f(s.redisCmds / s.requests, 3),

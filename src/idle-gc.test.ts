@@ -1,11 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { IdleCollector } from './idle-gc.js';
+import { IdleCollector, MIN_HEAP_BYTES } from './idle-gc.js';
+
+const MB = 1024 * 1024;
 
 function collector(minRequests = 1000, idleMs = 30_000) {
   let served = 0;
   let open = 0;
   let collections = 0;
-  const c = new IdleCollector({ served: () => served, inflight: () => open, collect: () => collections++, minRequests, idleMs });
+  let heap = 200 * MB;
+  const c = new IdleCollector({ served: () => served, inflight: () => open, collect: () => collections++, heapBytes: () => heap, minRequests, idleMs });
   return {
     c,
     /** A check every 5 s from `from` to `to`, both included. */
@@ -21,6 +24,7 @@ function collector(minRequests = 1000, idleMs = 30_000) {
     },
     serve: (n: number) => (served += n),
     setOpen: (n: number) => (open = n),
+    setHeap: (bytes: number) => (heap = bytes),
     get collections() {
       return collections;
     },
@@ -57,6 +61,17 @@ describe('IdleCollector', () => {
     // The quiet spell starts at the last check that saw a request open (300 s).
     t.setOpen(0);
     t.expectAfter([305_000, 0], [325_000, 0], [330_000, 1]);
+  });
+
+  it('keeps a small heap warm for the next traffic, and gives a large one back', () => {
+    const t = collector();
+    t.serve(5_000);
+    t.setHeap(MIN_HEAP_BYTES - 1);
+    t.ticks(0, 300_000);
+    expect(t.collections).toBe(0);
+    // What a burst of streams took: collected at the next check of the same quiet spell.
+    t.setHeap(MIN_HEAP_BYTES + 64 * MB);
+    t.expectAfter([305_000, 1], [310_000, 1]);
   });
 
   it('waits while requests keep arriving', () => {

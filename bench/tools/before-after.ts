@@ -6,7 +6,9 @@
  * Per variant: req/s, its ratio to bare, CPU µs and main-thread wake-ups per request of the proxy
  * and of the relay behind it, redis-server's CPU µs per request and the decisions each limit
  * script run carried (medians over rounds).
- *   [BEFORE_REF=HEAD~2] [BENCH_RELAY=minimal] [AB_FREE=1] [AB_PATH=/v1/chat/completions] npx tsx bench/tools/before-after.ts [rounds] [seconds]
+ * AB_PAUSE_SECONDS=N idles every server N s between rounds, as the full bench's many variants do
+ * (sluice collects garbage once it has been quiet for 30 s: src/idle-gc.ts).
+ *   [BEFORE_REF=HEAD~2] [BENCH_RELAY=minimal] [AB_FREE=1] [AB_PAUSE_SECONDS=0] [AB_PATH=/v1/chat/completions] npx tsx bench/tools/before-after.ts [rounds] [seconds]
  */
 import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -72,7 +74,9 @@ async function compare(redis: BenchSession['redis'], start: BenchSession['start'
     perRun: number;
   }
   const acc = new Map<string, Row[]>(vs.map((v) => [v.id, []]));
+  const pauseMs = Number(process.env.AB_PAUSE_SECONDS ?? 0) * 1000;
   for (let r = 0; r < rounds; r++) {
+    if (r > 0 && pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
     for (const v of vs.map((_, i) => vs[(i + r) % vs.length]!)) {
       const p0 = threadSample(v.s.pid);
       const r0 = threadSample(relay.pid);

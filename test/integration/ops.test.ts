@@ -210,7 +210,7 @@ describe('the idle collection', () => {
   let h: Harness;
   let collections = 0;
   beforeAll(async () => {
-    h = await startHarness({ store: 'memory', idleGc: { collect: () => collections++, minRequests: 3, idleMs: 300, checkEveryMs: 50 } });
+    h = await startHarness({ store: 'memory', idleGc: { collect: () => collections++, minRequests: 3, idleMs: 300, minHeapBytes: 0, checkEveryMs: 50 } });
   });
   afterAll(() => h.close());
 
