@@ -1,11 +1,11 @@
 /**
- * What a quiet spell costs the traffic after it: one sluice (paid path, Redis store, production
+ * What a quiet spell costs the traffic after it: one sluice (paid path or, PROBE_FREE=1, free path; Redis store, production
  * Node flags plus `--trace-gc`) loaded 4 s at a time with wrk, alternately after 10 s of quiet
  * (no idle collection) and after 42 s (past src/idle-gc.ts's 30 s: it may collect). Per phase:
  * req/s, sluice's CPU µs per request, scavenges per 1,000 requests and full collections seen in
  * the phase, and whether sluice collected during the quiet spell before it. PROBE_FLAGS adds Node flags (e.g. `--min-semi-space-size=16`); PROBE_NO_GC=1 drops
  * `--expose-gc`, so sluice cannot collect at all.
- *   [PROBE_CYCLES=3] [PROBE_FLAGS=...] [PROBE_NO_GC=1] npx tsx bench/tools/idle-resume.ts
+ *   [PROBE_CYCLES=3] [PROBE_FREE=1] [PROBE_FLAGS=...] [PROBE_NO_GC=1] npx tsx bench/tools/idle-resume.ts
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -17,7 +17,9 @@ import { wrk } from '../lib/wrk.js';
 const extraFlags = (process.env.PROBE_FLAGS ?? '').split(' ').filter(Boolean);
 const flags = NODE_FLAGS.filter((f) => !(process.env.PROBE_NO_GC === '1' && f === '--expose-gc'));
 const cycles = Number(process.env.PROBE_CYCLES ?? 3);
-const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
+// PROBE_FREE=1: a free model (one Redis decision per call) instead of a paid one.
+const model = process.env.PROBE_FREE === '1' ? 'vend-flash-free' : 'gpt-4o-mini';
+const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello.' }] });
 
 await benchSession(async ({ redis, servers }) => {
   const relay = servers[0]!;
