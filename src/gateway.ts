@@ -164,12 +164,24 @@ export function createGateway(d: GatewayDeps): Gateway {
    * and dropped (held by nothing, at most maxBodyBytes), so that the client reads the answer
    * instead of a reset; the request timeout still bounds a client that sends slowly. A client
    * waiting for `100 Continue` sends nothing: its connection is simply closed.
+   *
+   * On a connection that closes after this answer (the client sent `Connection: close`, or spoke
+   * HTTP/1.0), Node closes the socket as soon as the answer is written, with the rest of the body
+   * still arriving: the kernel resets the connection, and a client still writing its body sees
+   * EPIPE or ECONNRESET instead of the answer. There the answer waits until the rest has been read.
    */
   function rejectBusy(res: ServerResponse, t: Trace, req: IncomingMessage): void {
     metrics.bodyBudgetRefusals.inc({});
     const dropsRest = !t.expectsContinue && !req.complete && !req.destroyed;
-    if (dropsRest) dropRest(req, d.policy().config.maxBodyBytes);
-    reject(res, t, 'busy', Errors.BODIES_BUSY, { headers: { 'retry-after': '1' }, dropsRest });
+    const answer = (): void => {
+      // The request timeout may have answered (408) while the rest was arriving.
+      if (t.logged || res.headersSent || res.destroyed) return;
+      reject(res, t, 'busy', Errors.BODIES_BUSY, { headers: { 'retry-after': '1' }, dropsRest });
+    };
+    if (!dropsRest) return answer();
+    dropRest(req, d.policy().config.maxBodyBytes);
+    if (res.shouldKeepAlive) answer();
+    else req.once('end', answer);
   }
 
   function done(t: Trace): void {

@@ -262,6 +262,49 @@ describe('the bodies budget', () => {
   });
 });
 
+describe('the bodies budget, toward a client that closes its connection', () => {
+  // Bodies larger than the loopback socket buffers can take whole: the client is still writing when the answer is due.
+  const h = useHarness({ store: 'memory', file: { maxBodyBytes: 4 * MiB, bodyBudgetBytes: 4 * MiB, maxDecodedBodyBytes: MiB } });
+  let key = '';
+  const open: RawConnection[] = [];
+  beforeAll(async () => {
+    key = (await h.createKey('budget-close')).key;
+  });
+  afterAll(() => {
+    for (const c of open.splice(0)) c.destroy();
+  });
+  const head = (length: number, extra = ''): string =>
+    `POST /v1/responses HTTP/1.1\r\nHost: x\r\n${extra}Authorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+
+  it('answers 503 gateway_busy to a `Connection: close` client sending a body the budget refuses, once the body is in: the client, still writing, reads the answer instead of a reset', async () => {
+    const port = Number(new URL(h.url).port);
+    // Three bodies declared at 1 MiB + 1,000 bytes, all but the last 1,000 sent: 3 MiB of 4 held.
+    for (let i = 0; i < 3; i++) {
+      const c = await openRaw(port, head(MiB + 1000));
+      c.write(jsonBody(MiB + 1000).subarray(0, MiB));
+      open.push(c);
+    }
+    const deadline = Date.now() + 3_000;
+    while ((await metricValue(await metricsText(h), 'sluice_body_bytes') ?? 0) < 3 * MiB && Date.now() < deadline) await sleep(20);
+
+    for (let i = 0; i < 3; i++) {
+      const body = jsonBody(4 * MiB);
+      const c = await openRaw(port);
+      open.push(c);
+      const errors: string[] = [];
+      c.socket.on('error', (err: NodeJS.ErrnoException) => errors.push(err.code ?? err.message));
+      // Headers and the whole body in one write, as an HTTP client library sends them.
+      c.socket.write(Buffer.concat([Buffer.from(head(body.length, 'Connection: close\r\n')), body]));
+      await c.waitFor(/(?!)/, 5_000); // until sluice closes the connection
+      expect(c.closed).toBe(true);
+      expect(errors, 'the client\'s writes never fail').toEqual([]);
+      expect(finalStatus(c.text())).toBe(503);
+      expect(answerJson(c.text())).toMatchObject({ error: { code: 'gateway_busy', type: 'new_api_error' } });
+    }
+    expect(h.relay.started).toBe(0);
+  });
+});
+
 describe('connections (sluice as its own process, under a low descriptor limit)', () => {
   let relay: RelayStandin;
   beforeAll(async () => {
