@@ -22,6 +22,7 @@ import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.j
 import type { Outcome } from './outcome.js';
 import type { Policy } from './policy.js';
 import { newRequestId } from './request-id.js';
+import { atTurnEnd } from './turn-end.js';
 import { routeOf, type RouteFamily } from './routes.js';
 import { invalidTargetReason, parseTarget } from './target.js';
 
@@ -193,9 +194,11 @@ export function createGateway(d: GatewayDeps): Gateway {
   }
 
   // A limiter answers a refused subject's retry from memory, without a promise, while the store
-  // could only repeat itself (limits.rememberRefusalsSeconds): counted so operators see it.
-  function remembered<V>(verdict: V, limit: string): V {
+  // could only repeat itself (limits.rememberRefusalsSeconds): counted so operators see it. The
+  // answer leaves at the end of the turn, with the others of the turn (src/turn-end.ts).
+  async function remembered<V>(verdict: V, limit: string): Promise<V> {
     metrics.rememberedRefusals.inc({ limit });
+    await atTurnEnd();
     return verdict;
   }
 
@@ -221,7 +224,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     const rule = p.ipLimiter.match(target.path);
     if (rule) {
       const asked = p.ipLimiter.admit(rule, t.ip);
-      const v = asked instanceof Promise ? await asked : remembered(asked, `ip:${rule.name}`);
+      const v = await (asked instanceof Promise ? asked : remembered(asked, `ip:${rule.name}`));
       if (!v.admitted) {
         if (rule.shadow) shadowReject(t, `ip:${rule.name}`, 'window');
         else return reject(res, t, 'ip_limited', Errors.IP_RATE_LIMITED, { headers: { 'retry-after': String(v.retryAfterSeconds) } });
@@ -297,7 +300,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     let rateLimit: Record<string, string> | undefined;
     if (free) {
       const asked = p.freeTier.admit(auth.identity.user);
-      const v = asked instanceof Promise ? await asked : remembered(asked, 'free_tier');
+      const v = await (asked instanceof Promise ? asked : remembered(asked, 'free_tier'));
       const shadow = p.config.freeTier.shadow;
       if (!shadow) {
         const fields = p.freeTier.rateLimitFields(v);
