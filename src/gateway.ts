@@ -121,6 +121,22 @@ const isBareRelayLimit: Intercept = (up) => up.statusCode === 429 && up.headers[
 /** The query endpoints of contract §7/§8, whose every 429 carries Retry-After and no body. */
 const QUERY_FAMILIES: ReadonlySet<RouteFamily> = new Set(['usage_query', 'api', 'dashboard']);
 
+/**
+ * A refused request's body this small, still arriving, is read and dropped instead of closing the
+ * connection (errors.ts closes a connection answered before its body): a client refused again and
+ * again (a wrong key, an address over its limit) would otherwise pay a new connection per request,
+ * and sluice with it. A larger body, or one a client waits to be invited to send, still closes.
+ */
+const SMALL_UNREAD_BODY_BYTES = 64 * 1024;
+
+/** Whether an answer given before the body may keep the connection: a keep-alive client, a small declared body not yet read, not waiting for `100 Continue`. */
+function keepsConnection(res: ServerResponse, t: Trace): boolean {
+  const req = res.req;
+  if (!res.shouldKeepAlive || t.expectsContinue || req.complete || req.destroyed || req.headers['transfer-encoding'] !== undefined) return false;
+  const length = declaredLength(req);
+  return length > 0 && length <= SMALL_UNREAD_BODY_BYTES;
+}
+
 const TRACE = Symbol('sluice.trace');
 interface Traced {
   [TRACE]?: Trace;
@@ -156,6 +172,10 @@ export function createGateway(d: GatewayDeps): Gateway {
     decided(t);
     t.decision = decision;
     t.status = err.status;
+    if (!opts.close && !opts.dropsRest && keepsConnection(res, t)) {
+      dropRest(res.req, SMALL_UNREAD_BODY_BYTES);
+      opts = { ...opts, dropsRest: true };
+    }
     sendError(res, err, t.id, t.cors ? { ...opts, headers: { ...CORS_NORMAL, ...opts.headers } } : opts);
     done(t);
   }
@@ -241,12 +261,16 @@ export function createGateway(d: GatewayDeps): Gateway {
 
     // 3. Authenticate.
     const presented = presentedKeys(req.headers, route, req.rawHeaders);
-    const auth = d.authenticator.cached(presented) ?? (await d.authenticator.authenticate(presented));
+    const known = d.authenticator.cached(presented);
+    const auth = known ?? (await d.authenticator.authenticate(presented));
     if (!auth.ok) {
       if (auth.reason === 'unavailable') {
         log.warn({ reqId: t.id, err: String(auth.error) }, 'key store unreachable and the key was not seen recently: cannot judge it');
         return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': '1' } });
       }
+      // A key judged from memory: the 401 leaves with the turn's other answers (src/turn-end.ts).
+      if (known !== null) await atTurnEnd();
+      if (res.destroyed) return;
       return reject(res, t, 'unauthorized', Errors.UNAUTHORIZED);
     }
     t.user = auth.identity.user;

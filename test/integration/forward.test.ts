@@ -152,6 +152,18 @@ describe.each(STORE_KINDS)('forwarding on the %s store', (kind) => {
     expect(get).not.toMatch(/\r\nconnection: close\r\n/i);
   });
 
+  it('keeps the connection of a keep-alive client refused before its small body: the body is dropped and the next request on the connection is answered', async () => {
+    const body = JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x'.repeat(2000) }] });
+    const post = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const get = 'GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong\r\n\r\n';
+    // Both requests in one write, the second right behind the first's body.
+    const answer = await rawExchange(port, post + get, 1000);
+    const statuses = [...answer.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => m[1]);
+    expect(statuses).toEqual(['401', '401']);
+    expect(answer).not.toMatch(/\r\nconnection: close\r\n/i);
+    expect(h.relay.started).toBe(0);
+  });
+
   it('keeps an explicitly empty POST body as content-length: 0', async () => {
     await request(h.url, 'POST', '/v1/models', { headers: { ...auth(), 'content-length': '0' } });
     const got = h.relay.requests[0]!;
