@@ -136,7 +136,8 @@ export interface SendErrorOptions {
 /**
  * A request body not read yet: answering and keeping the connection would make Node read and
  * discard the rest of it however long it is, so an answer given before the body (401, 429, 413)
- * closes the connection instead.
+ * closes the connection instead, unless the caller reads and drops the rest itself (`dropsRest`:
+ * src/gateway.ts does for a refused small body on a keep-alive connection, and for the budget's 503).
  */
 function bodyUnread(res: ServerResponse): boolean {
   const req = res.req as IncomingMessage | undefined;

@@ -22,9 +22,9 @@ import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.j
 import type { Outcome } from './outcome.js';
 import type { Policy } from './policy.js';
 import { newRequestId } from './request-id.js';
-import { atTurnEnd } from './turn-end.js';
 import { routeOf, type RouteFamily } from './routes.js';
 import { invalidTargetReason, parseTarget } from './target.js';
+import { atTurnEnd } from './turn-end.js';
 
 export interface GatewayDeps {
   clock: Clock;
