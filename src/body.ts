@@ -116,14 +116,21 @@ export class Accumulator {
  * Reads and drops the rest of a body sluice refused part-way (or before reading it), at most
  * `maxBytes` more, so that the client, still uploading, reads the answer: closing a socket with
  * unread bytes in it makes the kernel answer RST, which can discard the answer unread. Past
- * `maxBytes` (a body of unknown length that goes on) the connection is closed.
+ * `maxBytes` (a body of unknown length that goes on), or when the rest is not in within `withinMs`
+ * (if given), the connection is closed.
  */
-export function dropRest(req: IncomingMessage, maxBytes: number): void {
+export function dropRest(req: IncomingMessage, maxBytes: number, withinMs?: number): void {
   let dropped = 0;
   req.on('data', (c: Buffer) => {
     dropped += c.length;
     if (dropped > maxBytes) req.destroy();
   });
+  if (withinMs !== undefined) {
+    const timer = setTimeout(() => req.socket.destroy(), withinMs).unref();
+    const stop = (): void => clearTimeout(timer);
+    req.once('end', stop);
+    req.once('close', stop);
+  }
   req.resume();
 }
 

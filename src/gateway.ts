@@ -125,7 +125,9 @@ const QUERY_FAMILIES: ReadonlySet<RouteFamily> = new Set(['usage_query', 'api', 
  * A refused request's body this small, still arriving, is read and dropped instead of closing the
  * connection (errors.ts closes a connection answered before its body): a client refused again and
  * again (a wrong key, an address over its limit) would otherwise pay a new connection per request,
- * and sluice with it. A larger body, or one a client waits to be invited to send, still closes.
+ * and sluice with it. A larger body, or one a client waits to be invited to send, still closes, and
+ * so does one whose rest is not in within `server.headersTimeoutSeconds`: a refused client holds a
+ * connection no longer than one that never finishes its headers.
  */
 const SMALL_UNREAD_BODY_BYTES = 64 * 1024;
 
@@ -173,7 +175,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     t.decision = decision;
     t.status = err.status;
     if (!opts.close && !opts.dropsRest && keepsConnection(res, t)) {
-      dropRest(res.req, SMALL_UNREAD_BODY_BYTES);
+      dropRest(res.req, SMALL_UNREAD_BODY_BYTES, d.policy().config.server.headersTimeoutSeconds * 1000);
       opts = { ...opts, dropsRest: true };
     }
     sendError(res, err, t.id, t.cors ? { ...opts, headers: { ...CORS_NORMAL, ...opts.headers } } : opts);

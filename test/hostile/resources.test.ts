@@ -424,6 +424,31 @@ describe('connections (sluice as its own process, under a low descriptor limit)'
   }, 40_000);
 });
 
+describe('a refused client keeping its connection', () => {
+  // The rest of a small refused body may take as long as headers may (1 s here), not the whole request's 20 s.
+  const h = useHarness({ store: 'memory', file: { server: { headersTimeoutSeconds: 1, requestTimeoutSeconds: 20 } } });
+  const open: RawConnection[] = [];
+  afterEach(() => {
+    for (const c of open.splice(0)) c.destroy();
+  });
+
+  it('cannot hold its connection by sending the rest of a small refused body slowly: a wrong key answered 401 is closed once the headers timeout passes without the rest', async () => {
+    const started = Date.now();
+    const c = await openRaw(Number(new URL(h.url).port), 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong\r\nContent-Length: 1000\r\n\r\n{"model":');
+    open.push(c);
+    // A byte now and then, never the whole body.
+    const drip = setInterval(() => c.write(' '), 200);
+    try {
+      expect(finalStatus(await c.waitFor(/HTTP\/1\.1 \d{3}/, 3_000))).toBe(401);
+      await c.waitFor(/(?!)/, 10_000);
+      expect(c.closed).toBe(true);
+      expect(Date.now() - started).toBeLessThan(6_000);
+    } finally {
+      clearInterval(drip);
+    }
+  });
+});
+
 describe('timeouts', () => {
   const h = useHarness({ store: 'memory', file: { server: { headersTimeoutSeconds: 1, requestTimeoutSeconds: 2 }, upstream: { headersTimeoutSeconds: 1 } } });
   let key = '';
