@@ -7,7 +7,7 @@
  * rounds of closed-loop wrk load (32 connections, one wrk thread).
  *   [BENCH_RELAY=minimal] npx tsx bench/tools/cpu-split.ts [rounds=6] [seconds=5]
  */
-import { threadSample as sample, type ThreadSample as Sample, type Server } from '../lib/proc.js';
+import { perRequest as cpuPerRequest, threadSample as sample, type ThreadSample as Sample, type Server } from '../lib/proc.js';
 import { RedisCounter } from '../lib/redis-stats.js';
 import { benchSession } from '../lib/session.js';
 import { wrk } from '../lib/wrk.js';
@@ -47,8 +47,7 @@ await benchSession(async ({ redis, start, servers }) => {
       const res = await go(v, seconds);
       const n = Math.max(1, res.requests);
       const runs = RedisCounter.diff(ca, await counter.counts()).evalsha ?? 0;
-      const rdb = sample(redis.pid);
-      const redisUs = (((rdb.user - rda.user + rdb.sys - rda.sys) / n) * 1e6).toFixed(1);
+      const redisUs = cpuPerRequest(rda, sample(redis.pid), n).cpuUs.toFixed(1);
       const batch = runs === 0 ? '' : ` | ${(n / runs).toFixed(1)} decisions per script run, Redis ${redisUs} µs per request`;
       console.log(`${r} ${v.id.padEnd(6)} ${res.rps.toFixed(0).padStart(6)} req/s | proxy ${perRequest(a, sample(v.s.pid), n)} | relay ${perRequest(ra, sample(relay.pid), n)}${batch}`);
     }

@@ -152,6 +152,19 @@ describe('memory: request bodies in flight (sluice as its own process)', () => {
   }, 90_000);
 });
 
+/** What the bodies in flight hold (`sluice_body_bytes`), once it satisfies `pred` or 3 s have passed. */
+async function bodyBytesBecome(h: { adminUrl: string }, pred: number | ((n: number) => boolean)): Promise<number | undefined> {
+  const ok = typeof pred === 'number' ? (n: number) => n === pred : pred;
+  const bodyBytes = async (): Promise<number | undefined> => metricValue(await metricsText(h), 'sluice_body_bytes');
+  const deadline = Date.now() + 3_000;
+  let n = await bodyBytes();
+  while ((n === undefined || !ok(n)) && Date.now() < deadline) {
+    await sleep(20);
+    n = await bodyBytes();
+  }
+  return n;
+}
+
 describe('the bodies budget', () => {
   // Bodies under 256 KB are held as the chunks that came (no single buffer), so what each holds is exactly what it sent.
   const h = useHarness({ store: 'memory', file: { maxBodyBytes: MiB, bodyBudgetBytes: MiB, maxDecodedBodyBytes: 512 * 1024 } });
@@ -166,17 +179,7 @@ describe('the bodies budget', () => {
   });
   const auth = (): Record<string, string> => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
   const port = (): number => Number(new URL(h.url).port);
-  const bodyBytes = async (): Promise<number | undefined> => metricValue(await metricsText(h), 'sluice_body_bytes');
-  async function heldBecomes(pred: number | ((n: number) => boolean)): Promise<number | undefined> {
-    const ok = typeof pred === 'number' ? (n: number) => n === pred : pred;
-    const deadline = Date.now() + 3_000;
-    let n = await bodyBytes();
-    while ((n === undefined || !ok(n)) && Date.now() < deadline) {
-      await sleep(20);
-      n = await bodyBytes();
-    }
-    return n;
-  }
+  const heldBecomes = (pred: number | ((n: number) => boolean)): Promise<number | undefined> => bodyBytesBecome(h, pred);
 
   /** Four bodies declared at 250,000 bytes, 200,000 of each sent: 800,000 bytes held of 1 MiB. */
   async function stallFour(): Promise<RawConnection[]> {
@@ -284,8 +287,7 @@ describe('the bodies budget, toward a client that closes its connection', () => 
       c.write(jsonBody(MiB + 1000).subarray(0, MiB));
       open.push(c);
     }
-    const deadline = Date.now() + 3_000;
-    while ((await metricValue(await metricsText(h), 'sluice_body_bytes') ?? 0) < 3 * MiB && Date.now() < deadline) await sleep(20);
+    expect(await bodyBytesBecome(h, (n) => n >= 3 * MiB)).toBeGreaterThanOrEqual(3 * MiB);
 
     for (let i = 0; i < 3; i++) {
       const body = jsonBody(4 * MiB);
