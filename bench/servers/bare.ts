@@ -41,7 +41,7 @@ if (store) await store.waitReady();
 const dayEndsAt = Date.now() + 24 * 3_600_000;
 const checksFor = (user: string): LimitCheck[] => [
   { kind: 'counter', key: `{u:${user}}:ft:d:bench`, limit: 100_000_000, resetAtMs: dayEndsAt },
-  { kind: 'window', key: `{u:${user}}:ft:w`, limit: 1_000_000, windowMs: 60_000 },
+  { kind: 'window', key: `{u:${user}}:ft:w`, limit: 1_000_000, windowMs: Number(process.env.BENCH_WINDOW_SECONDS ?? 60) * 1000 },
 ];
 
 const forward = (req: http.IncomingMessage, res: http.ServerResponse): void => proxy.web(req, res, { target });

@@ -31,7 +31,9 @@ if (process.env.BENCH_ACCESS_LOG) env.SLUICE_ACCESS_LOG = process.env.BENCH_ACCE
 // BENCH_CONTRACT_LIMITS=1 keeps the contract's 20 a minute and 100 a day: most calls are refused.
 // BENCH_REMEMBER_REFUSALS_SECONDS sets limits.rememberRefusalsSeconds (0: every refusal asks Redis).
 const limits = process.env.BENCH_REMEMBER_REFUSALS_SECONDS ? { rememberRefusalsSeconds: Number(process.env.BENCH_REMEMBER_REFUSALS_SECONDS) } : {};
-const config = buildConfig(process.env.BENCH_CONTRACT_LIMITS === '1' ? { limits } : { freeTier: { perMinute: 1_000_000, perDay: 100_000_000 }, limits }, env);
+// BENCH_WINDOW_SECONDS sets freeTier.windowSeconds (default 60).
+const windowSeconds = Number(process.env.BENCH_WINDOW_SECONDS ?? 60);
+const config = buildConfig(process.env.BENCH_CONTRACT_LIMITS === '1' ? { limits } : { freeTier: { perMinute: 1_000_000, perDay: 100_000_000, windowSeconds }, limits }, env);
 // BENCH_LOG_LEVEL (e.g. info): log as a deployment does, one JSON line per request, to /dev/null
 // rather than to the pipe the runner reads.
 const logLevel = process.env.BENCH_LOG_LEVEL;

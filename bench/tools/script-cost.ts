@@ -20,7 +20,7 @@ const rounds = Number(process.argv[2] ?? 4);
 const perRound = Number(process.argv[3] ?? 60_000);
 const USERS = 256;
 const BATCH = Number(process.env.SCRIPT_BATCH ?? 8);
-const RATE = 7000;
+const RATE = Number(process.env.SCRIPT_RATE ?? 7000);
 const contract = process.env.SCRIPT_LIMIT === 'contract';
 const perMinute = contract ? 20 : 1_000_000;
 const perDay = contract ? 100 : 100_000_000;

@@ -6,7 +6,7 @@
 import type { Clock } from '../clock.js';
 import type { FreeTierConfig } from '../config.js';
 import type { LimitCheck, LimitState } from '../store/types.js';
-import type { LimitStore } from './guard.js';
+import type { GuardedDecision, LimitStore } from './guard.js';
 import { DayClock, type Day } from './day.js';
 import { nextMember } from './member.js';
 import { refusalsFor, type Kept, type RememberRefusals, type Refusals } from './refusals.js';
@@ -88,16 +88,19 @@ export class FreeTierLimiter {
     return r !== undefined ? refusalAt(r, now) : this.ask(user, now);
   }
 
-  private async ask(user: string, now: number): Promise<FreeTierVerdict> {
-    const d = await this.store.consume(this.checks(user, now), now, nextMember(), 'free_tier');
-    const usage: Usage = {
-      dayUsed: d.used[0] ?? 0,
-      windowUsed: d.used[1] ?? 0,
-      dayResetSeconds: Math.max(0, Math.ceil((d.resetMs[0] ?? 0) / 1000)),
-      windowResetSeconds: Math.max(0, Math.ceil((d.resetMs[1] ?? 0) / 1000)),
-    };
-    if (d.admitted) return { admitted: true, ...usage };
+  private ask(user: string, now: number): Promise<FreeTierVerdict> {
+    // A plain continuation rather than an async function: one promise fewer on every free call.
+    return this.store.consume(this.checks(user, now), now, nextMember(), 'free_tier').then((d) => this.verdict(user, now, d));
+  }
+
+  private verdict(user: string, now: number, d: GuardedDecision): FreeTierVerdict {
+    const dayUsed = d.used[0] ?? 0;
+    const windowUsed = d.used[1] ?? 0;
+    const dayResetSeconds = Math.max(0, Math.ceil((d.resetMs[0] ?? 0) / 1000));
+    const windowResetSeconds = Math.max(0, Math.ceil((d.resetMs[1] ?? 0) / 1000));
+    if (d.admitted) return { admitted: true, dayUsed, windowUsed, dayResetSeconds, windowResetSeconds };
     const reason = d.rejectedBy === 0 ? 'day' : 'window';
+    const usage: Usage = { dayUsed, windowUsed, dayResetSeconds, windowResetSeconds };
     // A refusal taken by this replica alone during an outage is not the shared state: not kept.
     if (d.degraded !== true) this.keep(user, now, reason, d.retryAfterMs, usage, d.resetMs);
     return { admitted: false, reason, retryAfterSeconds: retryAfterSeconds(d.retryAfterMs), ...usage };

@@ -17,10 +17,12 @@ export const DAY_KEY_GRACE_MS = 27 * 3_600_000;
  * argument tables, its reply) is paid once per batch instead of once per call.
  * On a Cluster every batch holds one decision, whose keys share a hash tag.
  *
- * ARGV[1] the number of decisions; then per decision:
- *   now (ms), unique member, n (its number of checks), then per check a triple:
+ * ARGV[1] the number of decisions, ARGV[2] the number of shapes; then per shape (the checks a
+ * decision makes, without their keys: the same for every call of one limit, so sent once per run):
+ *   n (its number of checks), then per check a triple:
  *     'w', limit, windowMs   -- rolling window kept as a sorted set of admission times
  *     'c', limit, resetAtMs  -- counter that resets at a fixed instant (the day)
+ * then per decision: now (ms), unique member, its shape (1-based).
  * KEYS: the n keys of each decision, in the same order.
  * Returns, per decision in turn, {rejectedBy (0 = admitted), retryAfterMs, used_1 .. used_n, resetMs_1 .. resetMs_n}.
  * A decision whose own data is bad (a key of the wrong type, a counter that is not a number or
@@ -89,17 +91,25 @@ local function decide(now, member, n)
   for i = 1, n do r[2 + n + i] = resetOf(i, now) end
   return r
 end
-local a, k = 2, 0
-for _ = 1, tonumber(ARGV[1]) do
-  local now, member, n = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
-  a = a + 3
+local shapes = {}
+local a = 3
+for s = 1, tonumber(ARGV[2]) do
+  local n = tonumber(ARGV[a])
+  local sk, sl, sp = {}, {}, {}
+  a = a + 1
   for i = 1, n do
-    keys[i] = KEYS[k + i]
-    kinds[i] = ARGV[a]
-    limits[i] = tonumber(ARGV[a + 1])
-    params[i] = tonumber(ARGV[a + 2])
+    sk[i], sl[i], sp[i] = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
     a = a + 3
   end
+  shapes[s] = { n, sk, sl, sp }
+end
+local k = 0
+for _ = 1, tonumber(ARGV[1]) do
+  local now, member, shape = tonumber(ARGV[a]), ARGV[a + 1], shapes[tonumber(ARGV[a + 2])]
+  a = a + 3
+  local n = shape[1]
+  kinds, limits, params = shape[2], shape[3], shape[4]
+  for i = 1, n do keys[i] = KEYS[k + i] end
   k = k + n
   local ok, r = pcall(decide, now, member, n)
   if not ok then

@@ -62,13 +62,14 @@ describe('Redis store decisions', () => {
   it('decisions taken together get exactly the answers they would get one at a time', async () => {
     // Users with a day counter, a rolling window and both, several calls each, interleaved.
     const t0 = Date.UTC(2026, 5, 1, 12);
+    // The two counters differ only in their limit, the two windows only in their length: a run
+    // sends each set of checks (its shape) once, and each decision must be held to its own.
+    const counter = (k: string, i: number): LimitCheck => ({ kind: 'counter', key: `${k}:c${i % 2}`, limit: 2 + (i % 2), resetAtMs: t0 + 3_600_000 });
+    const window = (k: string, i: number): LimitCheck => ({ kind: 'window', key: `${k}:w${i % 2}`, limit: 3, windowMs: 60_000 - (i % 2) * 57_000 });
     const checksOf = (k: string, i: number): LimitCheck[] => {
-      if (i % 3 === 0) return [{ kind: 'counter', key: `${k}:c${i % 2}`, limit: 2, resetAtMs: t0 + 3_600_000 }];
-      if (i % 3 === 1) return [{ kind: 'window', key: `${k}:w${i % 2}`, limit: 3, windowMs: 60_000 }];
-      return [
-        { kind: 'counter', key: `${k}:c${i % 2}`, limit: 2, resetAtMs: t0 + 3_600_000 },
-        { kind: 'window', key: `${k}:w${i % 2}`, limit: 3, windowMs: 60_000 },
-      ];
+      if (i % 3 === 0) return [counter(k, i)];
+      if (i % 3 === 1) return [window(k, i)];
+      return [counter(k, i), window(k, i)];
     };
     const calls = Array.from({ length: 40 }, (_, i) => ({ i, now: t0 + i * 250 }));
     const runs = countScriptRuns(store);

@@ -90,13 +90,31 @@ export class RedisDecisions {
     }
   };
 
+  /**
+   * One script run: the run's shapes (each distinct set of checks, without keys: one per limit in
+   * practice) once, then per decision its time, member and shape, its keys in KEYS.
+   */
   private send(batch: readonly PendingDecision[]): void {
     const keys: string[] = [];
-    const args: Array<string | number> = [batch.length];
+    const args: Array<string | number> = [batch.length, 0];
+    const shapes: Array<readonly LimitCheck[]> = [];
+    const shapeOf: number[] = [];
     for (const d of batch) {
-      args.push(d.nowMs, d.member, d.checks.length);
-      this.pushChecks(d.checks, keys, args);
+      let s = 0;
+      while (s < shapes.length && !sameShape(shapes[s]!, d.checks)) s++;
+      if (s === shapes.length) {
+        shapes.push(d.checks);
+        args.push(d.checks.length);
+        for (const c of d.checks) {
+          if (c.kind === 'window') args.push('w', c.limit, c.windowMs);
+          else args.push('c', c.limit, c.resetAtMs);
+        }
+      }
+      shapeOf.push(s + 1);
+      for (const c of d.checks) keys.push(this.prefix + limitKey(c));
     }
+    args[1] = shapes.length;
+    for (let i = 0; i < batch.length; i++) args.push(batch[i]!.nowMs, batch[i]!.member, shapeOf[i]!);
     let sent: Promise<ScriptResult>;
     try {
       sent = this.scripts.sluiceConsume(keys.length, ...keys, ...args);
@@ -112,6 +130,19 @@ export class RedisDecisions {
   }
 }
 
+/** Whether two decisions make the same checks but for their keys (one shape in a script run). */
+function sameShape(a: readonly LimitCheck[], b: readonly LimitCheck[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.kind !== y.kind || x.limit !== y.limit) return false;
+    if ((x.kind === 'window' ? x.windowMs : x.resetAtMs) !== (y.kind === 'window' ? y.windowMs : y.resetAtMs)) return false;
+  }
+  return true;
+}
+
 /** Hands each decision of a batch its part of the script's reply. Never throws: a reply of the wrong shape fails the decisions it cannot answer. */
 function settle(batch: readonly PendingDecision[], r: ScriptResult): void {
   if (!Array.isArray(r)) {
@@ -123,8 +154,10 @@ function settle(batch: readonly PendingDecision[], r: ScriptResult): void {
     const n = d.checks.length;
     const rejectedBy = Number(r[at]);
     const retry = r[at + 1];
-    const used = r.slice(at + 2, at + 2 + n).map(Number);
-    const resetMs = r.slice(at + 2 + n, at + 2 + 2 * n).map(Number);
+    const used: number[] = [];
+    const resetMs: number[] = [];
+    for (let i = at + 2; i < at + 2 + n && i < r.length; i++) used.push(Number(r[i]));
+    for (let i = at + 2 + n; i < at + 2 + 2 * n && i < r.length; i++) resetMs.push(Number(r[i]));
     at += 2 + 2 * n;
     if (rejectedBy < 0) d.reject(new Error(`limit decision failed in Redis: ${String(retry)}`));
     else if (!Number.isInteger(rejectedBy) || resetMs.length !== n || rejectedBy > n) d.reject(new Error('limit decision: unexpected reply from Redis'));
