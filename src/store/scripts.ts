@@ -17,12 +17,14 @@ export const DAY_KEY_GRACE_MS = 27 * 3_600_000;
  * argument tables, its reply) is paid once per batch instead of once per call.
  * On a Cluster every batch holds one decision, whose keys share a hash tag.
  *
- * ARGV[1] the number of decisions, ARGV[2] the number of shapes; then per shape (the checks a
- * decision makes, without their keys: the same for every call of one limit, so sent once per run):
+ * ARGV[1] the number of decisions (for whoever reads the command), ARGV[2] the number of shapes;
+ * then per shape (the checks a decision makes, without their keys: the same for every call of one
+ * limit, so sent once per run):
  *   n (its number of checks), then per check a triple:
  *     'w', limit, windowMs   -- rolling window kept as a sorted set of admission times
  *     'c', limit, resetAtMs  -- counter that resets at a fixed instant (the day)
- * then per decision: now (ms), unique member, its shape (1-based).
+ * then one argument for all the decisions, each as `now member shape ` (now in ms, a unique member
+ * without spaces, its shape 1-based): the client's cost is per argument, Lua's gmatch is cheap.
  * KEYS: the n keys of each decision, in the same order.
  * Returns, per decision in turn, {rejectedBy (0 = admitted), retryAfterMs, used_1 .. used_n, resetMs_1 .. resetMs_n}.
  * A decision whose own data is bad (a key of the wrong type, a counter that is not a number or
@@ -104,9 +106,9 @@ for s = 1, tonumber(ARGV[2]) do
   shapes[s] = { n, sk, sl, sp }
 end
 local k = 0
-for _ = 1, tonumber(ARGV[1]) do
-  local now, member, shape = tonumber(ARGV[a]), ARGV[a + 1], shapes[tonumber(ARGV[a + 2])]
-  a = a + 3
+for now, member, si in string.gmatch(ARGV[a], '(%d+) (%S+) (%d+)') do
+  now = tonumber(now)
+  local shape = shapes[tonumber(si)]
   local n = shape[1]
   kinds, limits, params = shape[2], shape[3], shape[4]
   for i = 1, n do keys[i] = KEYS[k + i] end

@@ -43,6 +43,8 @@ export class RedisDecisions {
   }
 
   consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision> {
+    // Members travel space-separated (scripts.ts); sluice's own never hold one.
+    if (member === '' || member.includes(' ')) return Promise.reject(new Error('limit decision: a member must be non-empty and hold no space'));
     return new Promise<Decision>((resolve, reject) => {
       if (this.batch === null) {
         this.batch = [];
@@ -92,7 +94,7 @@ export class RedisDecisions {
 
   /**
    * One script run: the run's shapes (each distinct set of checks, without keys: one per limit in
-   * practice) once, then per decision its time, member and shape, its keys in KEYS.
+   * practice) once, then every decision's time, member and shape in one argument, its keys in KEYS.
    */
   private send(batch: readonly PendingDecision[]): void {
     const keys: string[] = [];
@@ -114,7 +116,9 @@ export class RedisDecisions {
       for (const c of d.checks) keys.push(this.prefix + limitKey(c));
     }
     args[1] = shapes.length;
-    for (let i = 0; i < batch.length; i++) args.push(batch[i]!.nowMs, batch[i]!.member, shapeOf[i]!);
+    let packed = '';
+    for (let i = 0; i < batch.length; i++) packed += `${batch[i]!.nowMs} ${batch[i]!.member} ${shapeOf[i]!} `;
+    args.push(packed);
     let sent: Promise<ScriptResult>;
     try {
       sent = this.scripts.sluiceConsume(keys.length, ...keys, ...args);
