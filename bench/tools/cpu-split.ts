@@ -7,7 +7,7 @@
  * rounds of closed-loop wrk load (32 connections, one wrk thread).
  *   [BENCH_RELAY=minimal] npx tsx bench/tools/cpu-split.ts [rounds=6] [seconds=5]
  */
-import { perRequest as cpuPerRequest, threadSample as sample, type ThreadSample as Sample, type Server } from '../lib/proc.js';
+import { perRequest as cpuPerRequest, selfAndChildrenSeconds, systemBusySeconds, threadSample as sample, type ThreadSample as Sample, type Server } from '../lib/proc.js';
 import { RedisCounter } from '../lib/redis-stats.js';
 import { benchSession } from '../lib/session.js';
 import { wrk } from '../lib/wrk.js';
@@ -44,12 +44,17 @@ await benchSession(async ({ redis, start, servers }) => {
       const ra = sample(relay.pid);
       const ca = await counter.counts();
       const rda = sample(redis.pid);
+      const busyA = systemBusySeconds();
+      const wrkA = selfAndChildrenSeconds();
+      const t0 = performance.now();
       const res = await go(v, seconds);
+      const busy = (systemBusySeconds() - busyA) / ((performance.now() - t0) / 1000) / 2;
+      const wrkUs = ((selfAndChildrenSeconds() - wrkA) / Math.max(1, res.requests)) * 1e6;
       const n = Math.max(1, res.requests);
       const runs = RedisCounter.diff(ca, await counter.counts()).evalsha ?? 0;
       const redisUs = cpuPerRequest(rda, sample(redis.pid), n).cpuUs.toFixed(1);
       const batch = runs === 0 ? '' : ` | ${(n / runs).toFixed(1)} decisions per script run, Redis ${redisUs} µs per request`;
-      console.log(`${r} ${v.id.padEnd(6)} ${res.rps.toFixed(0).padStart(6)} req/s | proxy ${perRequest(a, sample(v.s.pid), n)} | relay ${perRequest(ra, sample(relay.pid), n)}${batch}`);
+      console.log(`${r} ${v.id.padEnd(6)} ${res.rps.toFixed(0).padStart(6)} req/s | machine busy ${(busy * 100).toFixed(0)} % of 2 cores, load generator ${wrkUs.toFixed(1)} µs per request | proxy ${perRequest(a, sample(v.s.pid), n)} | relay ${perRequest(ra, sample(relay.pid), n)}${batch}`);
     }
   }
 });
