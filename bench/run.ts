@@ -140,10 +140,6 @@ async function main(): Promise<void> {
     const logged = await start('sluice-paid-logged', 'sluice.ts', { BENCH_REDIS_URL: redis.url, BENCH_LOG_LEVEL: 'info' });
     const paid3 = await start('sluice-paid-hp3', 'sluice.ts', { BENCH_REDIS_URL: redis.url, BENCH_ENGINE: 'http-proxy-3' });
     const free = await start('sluice-free', 'sluice.ts', { BENCH_REDIS_URL: redis.url });
-    // The free tier raised out of reach leaves each of the 256 users' windows holding about 1,900
-    // calls (a minute of theirs); a window under the contract's 20 a minute holds 20 at most. One-second
-    // windows hold about 30: Redis works on small sets, as it does for a deployment.
-    const freeSmall = await start('sluice-free-1s', 'sluice.ts', { BENCH_REDIS_URL: redis.url, BENCH_WINDOW_SECONDS: '1' });
     const embedded = await start('sluice-embedded', 'sluice.ts', {});
     const bareDecision = await start('bare-decision', 'bare.ts', { BENCH_ENGINE: 'http-proxy', BENCH_DECISION_REDIS_URL: redis.url });
     const pipe = await start('tcp-pipe', 'pipe.ts', {});
@@ -179,16 +175,6 @@ async function main(): Promise<void> {
       },
       { id: 'sluice-paid-hp3', profile: S, label: 'sluice, paid model, on http-proxy-3', server: paid3, port: port(paid3), body: PAID_BODY, keys: keys(paid3), redis: true },
       { id: 'sluice-free', profile: S, label: 'sluice, free model (Redis decision)', server: free, port: port(free), body: FREE_BODY, keys: keys(free), redis: true },
-      {
-        id: 'sluice-free-1s',
-        profile: S,
-        label: 'sluice, free model (Redis decision), one-second windows: about 30 calls a window, as a window under the contract holds 20 at most',
-        server: freeSmall,
-        port: port(freeSmall),
-        body: FREE_BODY,
-        keys: keys(freeSmall),
-        redis: true,
-      },
       { id: 'sluice-embedded', profile: S, label: 'sluice, free model, embedded store', server: embedded, port: port(embedded), body: FREE_BODY, keys: keys(embedded), redis: false },
       {
         id: 'bare-decision',
@@ -602,7 +588,6 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
   const paidLogged = by('sluice-paid-logged')!;
   const free = by('sluice-free')!;
   const floor = by('bare-decision')!;
-  const freeSmall = by('sluice-free-1s')!;
   // The free path against the floor of any proxy that decides exactly in Redis on this engine (paired per round).
   const freeOfFloor = median(x.rounds.get('sluice-free')!.map((r, i) => r.load.rps / x.rounds.get('bare-decision')![i]!.load.rps));
   const streamsOk = hs.opened >= TARGET_STREAMS && hs.failed === 0;
@@ -640,11 +625,6 @@ function buildReport(x: ReportInput): { console: string; markdown: string; json:
     [
       'relay stand-in: the free path against the floor of an exact Redis decision (for information)',
       `bare http-proxy with one Redis decision per request and nothing else: ${f(floor.ratio)}; the free path is ${f(free.ratio)}, ${f(freeOfFloor)} of that floor`,
-      null,
-    ],
-    [
-      'relay stand-in: the free path with windows of the size the contract allows (for information)',
-      `one-second windows of about 30 calls instead of a minute's 1,900: ${f(freeSmall.ratio)} (rounds ${f(freeSmall.ratioMin)}–${f(freeSmall.ratioMax)}), Redis ${f(freeSmall.redisCpuUsPerReq, 0)} µs per request against ${f(free.redisCpuUsPerReq, 0)}`,
       null,
     ],
     [
