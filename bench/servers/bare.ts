@@ -10,6 +10,7 @@
  * floor for any proxy that makes an exact shared decision per request on this engine and this
  * Redis, so the free path can be judged against it as well as against the bare engine.
  * BENCH_DECISION=ping sends a PING instead (one write per request, no script): the round trip alone.
+ * BENCH_WINDOW_SECONDS (default 60): the decision's window, as the bench's sluice takes it.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

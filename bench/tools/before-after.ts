@@ -8,7 +8,8 @@
  * script run carried (medians over rounds).
  * AB_PAUSE_SECONDS=N idles every server N s between rounds, as the full bench's many variants do
  * (sluice collects garbage once it has been quiet for 30 s: src/idle-gc.ts).
- *   [BEFORE_REF=HEAD~2] [BENCH_RELAY=minimal] [AB_FREE=1] [AB_PAUSE_SECONDS=0] [AB_PATH=/v1/chat/completions] npx tsx bench/tools/before-after.ts [rounds] [seconds]
+ * AB_AFTER_FLAGS="--flag ..." starts the "after" sluice with those Node flags too, for a flag's own effect.
+ *   [BEFORE_REF=HEAD~2] [BENCH_RELAY=minimal] [AB_FREE=1] [AB_PAUSE_SECONDS=0] [AB_PATH=/v1/chat/completions] [AB_AFTER_FLAGS=...] npx tsx bench/tools/before-after.ts [rounds] [seconds]
  */
 import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -49,7 +50,9 @@ async function compare(redis: BenchSession['redis'], start: BenchSession['start'
   const env = { BENCH_REDIS_URL: redis.url };
   const counter = new RedisCounter(redis.url);
   const before = await start('sluice-before', 'sluice.ts', { env, path: join(oldBuild, 'bench', 'servers', 'sluice.js') });
-  const after = await start('sluice-after', 'sluice.ts', { env });
+  // AB_AFTER_FLAGS: Node flags the "after" sluice gets besides the production ones (same build: BEFORE_REF=HEAD).
+  const afterFlags = (process.env.AB_AFTER_FLAGS ?? '').split(' ').filter(Boolean);
+  const after = await start('sluice-after', 'sluice.ts', { env, nodeArgs: afterFlags });
   const vs: Array<{ id: string; s: Server; body: string }> = [
     { id: 'bare', s: await start('bare', 'bare.ts', { env }), body: PAID },
     { id: 'before', s: before, body: PAID },

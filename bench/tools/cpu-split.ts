@@ -4,7 +4,8 @@
  * context switches) or was preempted, for bare http-proxy, the free path's floor (bare http-proxy and one Redis decision per request)
  * and sluice (paid and free paths, Redis store, with the decisions each script run carries) and
  * for the relay behind each, from /proc/<pid>/stat and /proc/<pid>/status. Alternating
- * rounds of closed-loop wrk load (32 connections, one wrk thread).
+ * rounds of closed-loop wrk load (32 connections, one wrk thread). Each line also says how busy the
+ * whole machine was (share of both cores, /proc/stat) and the load generator's CPU per request.
  *   [BENCH_RELAY=minimal] npx tsx bench/tools/cpu-split.ts [rounds=6] [seconds=5]
  */
 import { perRequest as cpuPerRequest, selfAndChildrenSeconds, systemBusySeconds, threadSample as sample, type ThreadSample as Sample, type Server } from '../lib/proc.js';

@@ -8,7 +8,9 @@
  * second, so each user's window holds what it would under that load. SCRIPT_LIMIT=contract uses
  * the contract's limits (20 a minute, 100 a day: mostly refusals); the default puts them out of
  * reach, as the bench's sluice does (every call admitted, windows of RATE × 60 s / 256 entries).
- *   [BEFORE_REF=HEAD] [SCRIPT_LIMIT=contract] [SCRIPT_BATCH=8] npx tsx bench/tools/script-cost.ts [rounds=4] [decisions per round=60000]
+ * SCRIPT_RATE (default 7000) sets that rate: at 80, each window holds about 19 calls, as one under the
+ * contract's 20 a minute does.
+ *   [BEFORE_REF=HEAD] [SCRIPT_LIMIT=contract] [SCRIPT_BATCH=8] [SCRIPT_RATE=7000] npx tsx bench/tools/script-cost.ts [rounds=4] [decisions per round=60000]
  */
 import { cpuTimes } from '../lib/proc.js';
 import { srcAt } from '../lib/ref-src.js';
