@@ -106,7 +106,8 @@ for s = 1, tonumber(ARGV[2]) do
   shapes[s] = { n, sk, sl, sp }
 end
 local k = 0
-for now, member, si in string.gmatch(ARGV[a], '(%d+) (%S+) (%d+)') do
+-- Each field up to a space, whatever it holds: a time may have a fraction (a test's clock).
+for now, member, si in string.gmatch(ARGV[a], '(%S+) (%S+) (%S+)') do
   now = tonumber(now)
   local shape = shapes[tonumber(si)]
   local n = shape[1]

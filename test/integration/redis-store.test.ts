@@ -92,6 +92,14 @@ describe('Redis store decisions', () => {
     expect(after).toEqual({ status: 'fulfilled', value: { admitted: true, used: [2], resetMs: [60_000] } });
   });
 
+  it('a time with a fraction of a millisecond is read whole (decisions travel packed in one argument)', async () => {
+    const t0 = Date.UTC(2026, 5, 1, 12);
+    const window: LimitCheck[] = [{ kind: 'window', key: 'fraction-window', limit: 5, windowMs: 60_000 }];
+    expect((await store.consume(window, t0 + 0.5, 'a')).used).toEqual([1]);
+    // Half a window later the first call still counts: it was kept at its own time, not at a misread one.
+    expect((await store.consume(window, t0 + 30_000, 'b')).used).toEqual([2]);
+  });
+
   it('a burst goes as script runs of at most 64 decisions, all in one socket write', async () => {
     const check: LimitCheck[] = [{ kind: 'window', key: 'runs', limit: 1000, windowMs: 60_000 }];
     const runs = countScriptRuns(store);
