@@ -82,7 +82,7 @@ export interface Store {
 
   /**
    * Checks every limit and counts the call in all of them only if all pass,
-   * atomically. `member` is a unique id of this call (non-empty, without spaces).
+   * atomically. `member` is a unique id of this call (non-empty, without white space).
    */
   consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision>;
   /** The state of each limit now, without counting anything. */

@@ -83,11 +83,17 @@ describe('Redis store decisions', () => {
     expect(together.filter((d) => !d.admitted).length).toBeGreaterThan(0);
   });
 
-  it('a member that would break the run apart (a space) fails its own decision only; the others of its turn are decided', async () => {
+  it('a member that would break the run apart (white space) fails its own decision only; the others of its turn are decided', async () => {
     const check: LimitCheck[] = [{ kind: 'window', key: 'spaced', limit: 5, windowMs: 60_000 }];
     const now = Date.now();
-    const [before, bad, after] = await Promise.allSettled([store.consume(check, now, 'a'), store.consume(check, now, 'b 1 1'), store.consume(check, now, 'c')]);
+    const [before, bad, tab, after] = await Promise.allSettled([
+      store.consume(check, now, 'a'),
+      store.consume(check, now, 'b 1 1'),
+      store.consume(check, now, 'b\t1\t1'),
+      store.consume(check, now, 'c'),
+    ]);
     expect(bad.status).toBe('rejected');
+    expect(tab.status).toBe('rejected');
     expect(before).toEqual({ status: 'fulfilled', value: { admitted: true, used: [1], resetMs: [60_000] } });
     expect(after).toEqual({ status: 'fulfilled', value: { admitted: true, used: [2], resetMs: [60_000] } });
   });

@@ -11,6 +11,9 @@ import { limitKey } from '../limit-key.js';
 import type { Decision, LimitCheck, LimitState } from '../types.js';
 import type { RedisConnection, ScriptCommands, ScriptResult } from './connection.js';
 
+/** What Lua's `%s` matches: a member holding any of it would break its run's decisions apart. */
+const WHITE_SPACE = /[ \t\n\v\f\r]/;
+
 /** Decisions per script run at most: a run blocks Redis while it lasts. */
 const MAX_BATCH = 64;
 
@@ -43,8 +46,8 @@ export class RedisDecisions {
   }
 
   consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision> {
-    // Members travel space-separated (scripts.ts); sluice's own never hold one.
-    if (member === '' || member.includes(' ')) return Promise.reject(new Error('limit decision: a member must be non-empty and hold no space'));
+    // Members travel space-separated (scripts.ts), and Lua splits on any white space; sluice's own hold none.
+    if (member === '' || WHITE_SPACE.test(member)) return Promise.reject(new Error('limit decision: a member must be non-empty and hold no white space'));
     return new Promise<Decision>((resolve, reject) => {
       if (this.batch === null) {
         this.batch = [];
