@@ -8,7 +8,8 @@
  */
 import { createSluice } from '../../src/app.js';
 import { buildConfig } from '../../src/config.js';
-import { createLogger, logDestination } from '../../src/log.js';
+import { EventEmitter } from 'node:events';
+import { createLogger, HeldDestination, logDestination } from '../../src/log.js';
 import { setDefaultForwardEngine, type ForwardEngineName } from '../../src/forward/engine.js';
 import { onStopSignal, requireEnv } from './common.js';
 
@@ -37,7 +38,17 @@ const config = buildConfig(process.env.BENCH_CONTRACT_LIMITS === '1' ? { limits 
 // BENCH_LOG_LEVEL (e.g. info): log as a deployment does, one JSON line per request, to /dev/null
 // rather than to the pipe the runner reads.
 const logLevel = process.env.BENCH_LOG_LEVEL;
-const sluice = createSluice({ config, ...(logLevel ? { log: createLogger(logLevel, logDestination('/dev/null')) } : {}) });
+// BENCH_LOG_DROP: lines are formatted, then dropped: by the logger's destination itself (`1`), or
+// by the sink behind sluice's gathering (`held`), to tell what each part of the line costs.
+const dropMode = process.env.BENCH_LOG_DROP;
+const dropSink = Object.assign(new EventEmitter(), { write: (_s: string): boolean => true, flush: (cb?: () => void): void => cb?.(), flushSync: (): void => {} });
+const dest =
+  dropMode === '1'
+    ? (dropSink as unknown as ReturnType<typeof logDestination>)
+    : dropMode === 'held'
+      ? new HeldDestination(dropSink as unknown as ConstructorParameters<typeof HeldDestination>[0])
+      : logDestination('/dev/null');
+const sluice = createSluice({ config, ...(logLevel ? { log: createLogger(logLevel, dest) } : {}) });
 const { port, adminPort } = await sluice.listen();
 
 // The Redis store refuses commands until connected (no offline queue): retry for a while.
