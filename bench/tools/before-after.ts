@@ -9,8 +9,8 @@
  * AB_PAUSE_SECONDS=N idles every server N s between rounds, as the full bench's many variants do
  * (sluice collects garbage once it has been quiet for 30 s: src/idle-gc.ts).
  * AB_AFTER_FLAGS="--flag ..." starts the "after" sluice with those Node flags too, for a flag's own effect;
- * AB_AFTER_DROP=1|held has its log lines dropped (bench/servers/sluice.ts BENCH_LOG_DROP).
- *   [BEFORE_REF=HEAD~2] [BENCH_RELAY=minimal] [AB_FREE=1] [AB_PAUSE_SECONDS=0] [AB_PATH=/v1/chat/completions] [AB_AFTER_FLAGS=...] npx tsx bench/tools/before-after.ts [rounds] [seconds]
+ * AB_AFTER_ENV="K=V ..." gives it environment of its own (e.g. BENCH_LOG_DROP=1, or BENCH_LOG_LEVEL= to unset).
+ *   [BEFORE_REF=HEAD~2] [BENCH_RELAY=minimal] [AB_FREE=1] [AB_PAUSE_SECONDS=0] [AB_PATH=/v1/chat/completions] [AB_AFTER_FLAGS=...] [AB_AFTER_ENV=...] npx tsx bench/tools/before-after.ts [rounds] [seconds]
  */
 import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -53,7 +53,9 @@ async function compare(redis: BenchSession['redis'], start: BenchSession['start'
   const before = await start('sluice-before', 'sluice.ts', { env, path: join(oldBuild, 'bench', 'servers', 'sluice.js') });
   // AB_AFTER_FLAGS: Node flags the "after" sluice gets besides the production ones (same build: BEFORE_REF=HEAD).
   const afterFlags = (process.env.AB_AFTER_FLAGS ?? '').split(' ').filter(Boolean);
-  const after = await start('sluice-after', 'sluice.ts', { env: { ...env, ...(process.env.AB_AFTER_DROP ? { BENCH_LOG_DROP: process.env.AB_AFTER_DROP } : {}) }, nodeArgs: afterFlags });
+  // AB_AFTER_ENV="K=V ...": environment the "after" sluice gets besides the run's (an empty value unsets).
+  const afterEnv = Object.fromEntries((process.env.AB_AFTER_ENV ?? '').split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1) || undefined]));
+  const after = await start('sluice-after', 'sluice.ts', { env: { ...env, ...afterEnv }, nodeArgs: afterFlags });
   const vs: Array<{ id: string; s: Server; body: string }> = [
     { id: 'bare', s: await start('bare', 'bare.ts', { env }), body: PAID },
     { id: 'before', s: before, body: PAID },
