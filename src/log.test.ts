@@ -119,8 +119,9 @@ describe('log destination', () => {
     const dest = logDestination(file);
     const writes: string[] = [];
     const write = dest.sink.write.bind(dest.sink);
+    // The sink is handed bytes (contentMode 'buffer'); recorded as text.
     dest.sink.write = (s: string) => {
-      writes.push(s);
+      writes.push(String(s));
       return write(s);
     };
     await new Promise((r) => dest.sink.once('ready', r));

@@ -40,7 +40,9 @@ const REDACT_PATHS = [
 export function logDestination(dest: number | string = 1): HeldDestination {
   // A minLength above 0 is what makes SonicBoom's `flush` wait for the write under way; any batch
   // handed on reaches it, so it is written at once.
-  return new HeldDestination(pino.destination({ dest, sync: false, minLength: 1 }));
+  // Handed bytes, not a string: SonicBoom measures a string's UTF-8 length on every write (a
+  // copy and a scan of the whole held batch) and fs.write encodes it again; Buffer.from does both once.
+  return new HeldDestination(pino.destination({ dest, sync: false, minLength: 1, contentMode: 'buffer' }));
 }
 
 type Sink = ReturnType<typeof pino.destination>;
@@ -87,7 +89,7 @@ export class HeldDestination {
     if (this.pending === '') return;
     const out = this.pending;
     this.pending = '';
-    this.sink.write(out);
+    this.sink.write(Buffer.from(out) as unknown as string);
   };
 
   /**
