@@ -2,6 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import { afterAll, afterEach } from 'vitest';
 
 export interface RawConnection {
   socket: net.Socket;
@@ -13,6 +14,21 @@ export interface RawConnection {
   waitFor(re: RegExp, ms: number): Promise<string>;
   write(data: string | Buffer): void;
   destroy(): void;
+}
+
+/**
+ * The raw connections a describe block's tests open (push each one), destroyed after every test,
+ * or once after all of them (`after: 'all'`), then `then` (e.g. waiting for what they held to go).
+ */
+export function rawConnections(opts: { after?: 'each' | 'all'; then?: () => Promise<unknown> } = {}): RawConnection[] {
+  const open: RawConnection[] = [];
+  const close = async (): Promise<void> => {
+    for (const c of open.splice(0)) c.destroy();
+    await opts.then?.();
+  };
+  if (opts.after === 'all') afterAll(close);
+  else afterEach(close);
+  return open;
 }
 
 /** Connects to 127.0.0.1:`port` and writes `first` (if given) at once. Rejects only if the connect itself fails. */

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { descriptorBound } from '../../src/connections.js';
 import { MAX_CONNECTIONS_CAP } from '../../src/config.js';
@@ -14,7 +14,7 @@ import { startRelayStandin, STANDIN_TEXT, type RelayStandin } from '../../demo/r
 import { useHarness } from '../support/harness.js';
 import { metricValue, metricsText } from '../support/helpers.js';
 import { startChildSluice, metric, type ChildSluice } from './child-sluice.js';
-import { answerJson, ensureOwnDescriptors, finalStatus, openRaw, type RawConnection } from './raw.js';
+import { answerJson, ensureOwnDescriptors, finalStatus, openRaw, rawConnections, type RawConnection } from './raw.js';
 
 const MiB = 1024 * 1024;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -169,13 +169,9 @@ describe('the bodies budget', () => {
   // Bodies under 256 KB are held as the chunks that came (no single buffer), so what each holds is exactly what it sent.
   const h = useHarness({ store: 'memory', file: { maxBodyBytes: MiB, bodyBudgetBytes: MiB, maxDecodedBodyBytes: 512 * 1024 } });
   let key = '';
-  const open: RawConnection[] = [];
+  const open = rawConnections({ then: () => heldBecomes(0) });
   beforeAll(async () => {
     key = (await h.createKey('budget')).key;
-  });
-  afterEach(async () => {
-    for (const c of open.splice(0)) c.destroy();
-    await heldBecomes(0);
   });
   const auth = (): Record<string, string> => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
   const port = (): number => Number(new URL(h.url).port);
@@ -269,12 +265,9 @@ describe('the bodies budget, toward a client that closes its connection', () => 
   // Bodies larger than the loopback socket buffers can take whole: the client is still writing when the answer is due.
   const h = useHarness({ store: 'memory', file: { maxBodyBytes: 4 * MiB, bodyBudgetBytes: 4 * MiB, maxDecodedBodyBytes: MiB } });
   let key = '';
-  const open: RawConnection[] = [];
+  const open = rawConnections({ after: 'all' });
   beforeAll(async () => {
     key = (await h.createKey('budget-close')).key;
-  });
-  afterAll(() => {
-    for (const c of open.splice(0)) c.destroy();
   });
   const head = (length: number, extra = ''): string =>
     `POST /v1/responses HTTP/1.1\r\nHost: x\r\n${extra}Authorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
@@ -429,10 +422,7 @@ describe('connections (sluice as its own process, under a low descriptor limit)'
 describe('a refused client keeping its connection', () => {
   // The rest of a small refused body may take as long as headers may (1 s here), not the whole request's 20 s.
   const h = useHarness({ store: 'memory', file: { server: { headersTimeoutSeconds: 1, requestTimeoutSeconds: 20 } } });
-  const open: RawConnection[] = [];
-  afterEach(() => {
-    for (const c of open.splice(0)) c.destroy();
-  });
+  const open = rawConnections();
 
   it('cannot hold its connection by sending the rest of a small refused body slowly: a wrong key answered 401 is closed once the headers timeout passes without the rest', async () => {
     const started = Date.now();
@@ -454,12 +444,9 @@ describe('a refused client keeping its connection', () => {
 describe('timeouts', () => {
   const h = useHarness({ store: 'memory', file: { server: { headersTimeoutSeconds: 1, requestTimeoutSeconds: 2 }, upstream: { headersTimeoutSeconds: 1 } } });
   let key = '';
-  const open: RawConnection[] = [];
+  const open = rawConnections();
   beforeAll(async () => {
     key = (await h.createKey('timeouts')).key;
-  });
-  afterEach(() => {
-    for (const c of open.splice(0)) c.destroy();
   });
   const port = (): number => Number(new URL(h.url).port);
 
@@ -507,12 +494,9 @@ describe('timeouts', () => {
 describe('Expect: 100-continue', () => {
   const h = useHarness({ store: 'memory', file: { ipLimits: [{ name: 'once', paths: ['/api/*'], limit: 1, windowSeconds: 600 }] } });
   let key = '';
-  const open: RawConnection[] = [];
+  const open = rawConnections();
   beforeAll(async () => {
     key = (await h.createKey('expect')).key;
-  });
-  afterEach(() => {
-    for (const c of open.splice(0)) c.destroy();
   });
   const port = (): number => Number(new URL(h.url).port);
   const head = (path: string, auth: string, length: number): string =>
