@@ -142,6 +142,14 @@ describe('log destination', () => {
     dest.sink.destroy();
   });
 
+  it('writes lines beyond ASCII as the UTF-8 they are (handed on as bytes)', async () => {
+    const { dest, file } = await held();
+    dest.write('{"model":"通义千问-免费","path":"/v1/é"}\n');
+    await new Promise<void>((resolve, reject) => dest.flush((err) => (err ? reject(err) : resolve())));
+    expect(readFileSync(file, 'utf8')).toBe('{"model":"通义千问-免费","path":"/v1/é"}\n');
+    dest.sink.destroy();
+  });
+
   it('hands lines on at once when 16 KB have gathered', async () => {
     const { dest, writes } = await held();
     const line = 'x'.repeat(1023) + '\n';

@@ -46,6 +46,10 @@ export function logDestination(dest: number | string = 1): HeldDestination {
 }
 
 type Sink = ReturnType<typeof pino.destination>;
+/** The sink as logDestination makes it (contentMode 'buffer'): SonicBoom's types know only its string form. */
+interface ByteSink {
+  write(data: Buffer): boolean;
+}
 
 export const HOLD_BYTES = 16 * 1024;
 export const HOLD_MS = 50;
@@ -89,7 +93,7 @@ export class HeldDestination {
     if (this.pending === '') return;
     const out = this.pending;
     this.pending = '';
-    this.sink.write(Buffer.from(out) as unknown as string);
+    (this.sink as unknown as ByteSink).write(Buffer.from(out));
   };
 
   /**
