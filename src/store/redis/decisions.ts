@@ -73,8 +73,7 @@ export class RedisDecisions {
   private pushChecks(checks: readonly LimitCheck[], keys: string[], args: Array<string | number>): void {
     for (const c of checks) {
       keys.push(this.prefix + limitKey(c));
-      if (c.kind === 'window') args.push('w', c.limit, c.windowMs);
-      else args.push('c', c.limit, c.resetAtMs);
+      pushTriple(c, args);
     }
   }
 
@@ -110,10 +109,7 @@ export class RedisDecisions {
       if (s === shapes.length) {
         shapes.push(d.checks);
         args.push(d.checks.length);
-        for (const c of d.checks) {
-          if (c.kind === 'window') args.push('w', c.limit, c.windowMs);
-          else args.push('c', c.limit, c.resetAtMs);
-        }
+        for (const c of d.checks) pushTriple(c, args);
       }
       shapeOf.push(s + 1);
       for (const c of d.checks) keys.push(this.prefix + limitKey(c));
@@ -137,6 +133,14 @@ export class RedisDecisions {
   }
 }
 
+/** A check's period: a window's length, a counter's reset instant. */
+const periodOf = (c: LimitCheck): number => (c.kind === 'window' ? c.windowMs : c.resetAtMs);
+
+/** A check as the scripts take it in ARGV: 'w', limit, windowMs or 'c', limit, resetAtMs. */
+function pushTriple(c: LimitCheck, args: Array<string | number>): void {
+  args.push(c.kind === 'window' ? 'w' : 'c', c.limit, periodOf(c));
+}
+
 /** Whether two decisions make the same checks but for their keys (one shape in a script run). */
 function sameShape(a: readonly LimitCheck[], b: readonly LimitCheck[]): boolean {
   if (a === b) return true;
@@ -144,8 +148,7 @@ function sameShape(a: readonly LimitCheck[], b: readonly LimitCheck[]): boolean 
   for (let i = 0; i < a.length; i++) {
     const x = a[i]!;
     const y = b[i]!;
-    if (x.kind !== y.kind || x.limit !== y.limit) return false;
-    if ((x.kind === 'window' ? x.windowMs : x.resetAtMs) !== (y.kind === 'window' ? y.windowMs : y.resetAtMs)) return false;
+    if (x.kind !== y.kind || x.limit !== y.limit || periodOf(x) !== periodOf(y)) return false;
   }
   return true;
 }
