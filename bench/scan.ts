@@ -8,7 +8,7 @@
  * Three ways, each the median of N runs after warm-up:
  * - whole: `scanModel` over the complete body at once (for reference: sluice reads bodies from
  *   256 KB through the prepass, whether they arrive plain or compressed);
- * - on arrival, as sluice reads an uncompressed body with a declared length (src/body.ts): each
+ * - on arrival, as sluice reads an uncompressed body with a declared length (src/http/body.ts): each
  *   64 KB chunk goes to the body accumulator (kept, then moved into one buffer from half-way) and
  *   to the prepass as it comes (`chunk max`: the longest the event loop is held per chunk), then
  *   the body is taken and `scanModel` runs with the hints once the last byte is in (`after last
@@ -19,7 +19,7 @@
  * JSON.parse of the same body once, for reference.
  * Runs in its own process (the runner spawns it); prints one JSON line.
  */
-import { Accumulator } from '../src/body.js';
+import { Accumulator } from '../src/http/body.js';
 import { ModelPrepass } from '../src/model/prepass.js';
 import { gzipSync } from 'node:zlib';
 import { requestedModel } from '../src/model/index.js';

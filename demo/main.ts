@@ -4,8 +4,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createSluice } from '../src/app.js';
-import { buildConfig } from '../src/config.js';
-import { createLogger } from '../src/log.js';
+import { buildConfig } from '../src/config/index.js';
+import { createLogger } from '../src/log/index.js';
 import { startRelayStandin } from './relay.js';
 
 async function main(): Promise<void> {

@@ -3,7 +3,7 @@
  * schema (src/config/schema.ts):
  * `npm run docs:config`. Only the part between the two markers is generated; the prose and the
  * example file around it are written by hand. `--check` changes nothing and exits 1 when the
- * page is stale; src/config.test.ts fails in that case too.
+ * page is stale; src/config/index.test.ts fails in that case too.
  *
  * A tool of the repository, not of the product: it is not compiled into dist/ nor the image.
  */

@@ -12,20 +12,20 @@ import { KeyService } from './admin/keys.js';
 import { Authenticator, storeKeySource, type AuthenticatorOptions, type KeySource } from './auth/authenticator.js';
 import { RelayKeySource } from './auth/relay-db/source.js';
 import { sqliteModulePath } from './auth/relay-db/sqlite.js';
-import { BodyBudget } from './body-budget.js';
-import { systemClock, type Clock } from './clock.js';
-import { ADMIN_MAX_CONNECTIONS, connectionCap, openFileLimit } from './connections.js';
-import { MAX_CONNECTIONS_CAP, publicConfig, type Config } from './config.js';
-import { ConfigWatcher } from './config-watch.js';
+import { BodyBudget } from './http/body-budget.js';
+import { systemClock, type Clock } from './runtime/clock.js';
+import { ADMIN_MAX_CONNECTIONS, connectionCap, openFileLimit } from './http/connections.js';
+import { MAX_CONNECTIONS_CAP, publicConfig, type Config } from './config/index.js';
+import { ConfigWatcher } from './config/watch.js';
 import { Forwarder } from './forward/proxy.js';
 import { createGateway } from './gateway.js';
 import { GuardedLimits } from './limits/guard.js';
-import { createLogger } from './log.js';
+import { createLogger } from './log/index.js';
 import { Metrics } from './metrics/index.js';
-import { exposedGc, startIdleCollection, type IdleCollectionOptions } from './idle-gc.js';
-import { applyReload, buildPolicy, type Policy } from './policy.js';
+import { exposedGc, startIdleCollection, type IdleCollectionOptions } from './runtime/idle-gc.js';
+import { applyReload, buildPolicy, type Policy } from './limits/policy.js';
 import { MemoryStore } from './store/memory.js';
-import { RedisStore, redisStoreOptions } from './store/redis.js';
+import { RedisStore, redisStoreOptions } from './store/redis/index.js';
 import type { Store } from './store/types.js';
 
 export interface SluiceOptions {
@@ -40,8 +40,8 @@ export interface SluiceOptions {
   /** Collect Node process metrics (off in tests that start many instances). */
   processMetrics?: boolean;
   /**
-   * The idle collection (src/idle-gc.ts): by default `globalThis.gc` when Node runs with
-   * `--expose-gc` (src/node-flags.ts), with the thresholds there; tests supply their own.
+   * The idle collection (src/runtime/idle-gc.ts): by default `globalThis.gc` when Node runs with
+   * `--expose-gc` (src/runtime/node-flags.ts), with the thresholds there; tests supply their own.
    */
   idleGc?: Omit<IdleCollectionOptions, 'served' | 'inflight'>;
   /** The descriptor limit the connection cap is derived from (tests); default: this process's, from /proc/self/limits. */

@@ -6,10 +6,10 @@
  */
 import { parseArgs } from 'node:util';
 import { KeyService } from './admin/keys.js';
-import { systemClock } from './clock.js';
-import { buildConfig, loadConfig, publicConfig, readConfigFile } from './config.js';
-import { AdminError, ConfigError } from './errors.js';
-import { RedisStore, redisStoreOptions } from './store/redis.js';
+import { systemClock } from './runtime/clock.js';
+import { buildConfig, loadConfig, publicConfig, readConfigFile } from './config/index.js';
+import { AdminError, ConfigError } from './answers/errors.js';
+import { RedisStore, redisStoreOptions } from './store/redis/index.js';
 
 const USAGE = `usage: sluice <command>
 

@@ -6,25 +6,25 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { createAccessLog, wantsAccessLine, type AccessRecord } from './access-log.js';
+import { createAccessLog, wantsAccessLine, type AccessRecord } from './log/access.js';
 import type { Authenticator } from './auth/authenticator.js';
 import { presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
-import type { BodyBudget, BodyLease } from './body-budget.js';
-import { declaredLength, dropRest, hasBody, readBody } from './body.js';
-import { resolveClientIp } from './client-ip.js';
-import type { Clock } from './clock.js';
-import { BodyBudgetExceededError, Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './errors.js';
+import type { BodyBudget, BodyLease } from './http/body-budget.js';
+import { declaredLength, dropRest, hasBody, readBody } from './http/body.js';
+import { resolveClientIp } from './http/client-ip.js';
+import type { Clock } from './runtime/clock.js';
+import { BodyBudgetExceededError, Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './answers/errors.js';
 import { prepareRequestHeaders } from './forward/headers.js';
 import { OWN_STATUS, type ForwardResult, type Forwarder } from './forward/proxy.js';
 import type { Metrics } from './metrics/index.js';
 import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.js';
-import type { Outcome } from './outcome.js';
-import type { Policy } from './policy.js';
-import { newRequestId } from './request-id.js';
-import { routeOf, type RouteFamily } from './routes.js';
-import { invalidTargetReason, parseTarget } from './target.js';
-import { atTurnEnd } from './turn-end.js';
+import type { Outcome } from './answers/outcome.js';
+import type { Policy } from './limits/policy.js';
+import { newRequestId } from './http/request-id.js';
+import { routeOf, type RouteFamily } from './routing/routes.js';
+import { invalidTargetReason, parseTarget } from './routing/target.js';
+import { atTurnEnd } from './http/turn-end.js';
 
 export interface GatewayDeps {
   clock: Clock;
@@ -123,7 +123,7 @@ const QUERY_FAMILIES: ReadonlySet<RouteFamily> = new Set(['usage_query', 'api', 
 
 /**
  * A refused request's body this small, still arriving, is read and dropped instead of closing the
- * connection (errors.ts closes a connection answered before its body): a client refused again and
+ * connection (answers/errors.ts closes a connection answered before its body): a client refused again and
  * again (a wrong key, an address over its limit) would otherwise pay a new connection per request,
  * and sluice with it. A larger body, or one a client waits to be invited to send, still closes, and
  * so does one whose rest is not in within `server.headersTimeoutSeconds`: a refused client holds a
@@ -217,7 +217,7 @@ export function createGateway(d: GatewayDeps): Gateway {
 
   // A limiter answers a refused subject's retry from memory, without a promise, while the store
   // could only repeat itself (limits.rememberRefusalsSeconds): counted so operators see it. The
-  // answer leaves at the end of the turn, with the others of the turn (src/turn-end.ts).
+  // answer leaves at the end of the turn, with the others of the turn (src/http/turn-end.ts).
   async function remembered<V>(verdict: V, limit: string): Promise<V> {
     metrics.rememberedRefusals.inc({ limit });
     await atTurnEnd();
@@ -270,7 +270,7 @@ export function createGateway(d: GatewayDeps): Gateway {
         log.warn({ reqId: t.id, err: String(auth.error) }, 'key store unreachable and the key was not seen recently: cannot judge it');
         return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': '1' } });
       }
-      // A key judged from memory: the 401 leaves with the turn's other answers (src/turn-end.ts).
+      // A key judged from memory: the 401 leaves with the turn's other answers (src/http/turn-end.ts).
       if (known !== null) await atTurnEnd();
       if (res.destroyed) return;
       return reject(res, t, 'unauthorized', Errors.UNAUTHORIZED);

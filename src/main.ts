@@ -3,9 +3,9 @@
  * config file when it changes, and drain on SIGTERM/SIGINT before exiting 0.
  */
 import { createSluice } from './app.js';
-import { loadConfig, type Config } from './config.js';
-import { ConfigError } from './errors.js';
-import { missingNodeFlags } from './node-flags.js';
+import { loadConfig, type Config } from './config/index.js';
+import { ConfigError } from './answers/errors.js';
+import { missingNodeFlags } from './runtime/node-flags.js';
 
 async function main(): Promise<void> {
   let config: Config;

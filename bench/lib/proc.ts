@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { NODE_FLAGS } from '../../src/node-flags.js';
+import { NODE_FLAGS } from '../../src/runtime/node-flags.js';
 
 export const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
 export const ROOT_DIR = dirname(BENCH_DIR);
@@ -50,7 +50,7 @@ export interface Server {
 export interface StartOptions {
   env?: Record<string, string | undefined>;
   nodeArgs?: string[];
-  /** Replaces the production Node flags (src/node-flags.ts) every server otherwise starts with. */
+  /** Replaces the production Node flags (src/runtime/node-flags.ts) every server otherwise starts with. */
   nodeFlags?: readonly string[];
   readyTimeoutMs?: number;
   /** Run this compiled script instead of bench/.build/bench/servers/<script> (before/after builds). */
@@ -87,7 +87,7 @@ export async function compile(): Promise<string> {
 /** Starts the compiled `bench/servers/<script>` under Node and waits for its `{"ready":true}` line. */
 export function startNodeServer(name: string, script: string, opts: StartOptions = {}): Promise<Server> {
   hookExit();
-  // Every server runs with the flags production starts sluice with (src/node-flags.ts).
+  // Every server runs with the flags production starts sluice with (src/runtime/node-flags.ts).
   const nodeArgv = [...(opts.nodeFlags ?? NODE_FLAGS), ...(opts.nodeArgs ?? []), opts.path ?? built(`servers/${script}`)];
   const [cmd, ...argv] = opts.wrapper?.length ? [...opts.wrapper, process.execPath, ...nodeArgv] : [process.execPath, ...nodeArgv];
   const child = spawn(cmd!, argv, {

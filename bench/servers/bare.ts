@@ -16,7 +16,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createProxyEngine, createUpstreamAgent, engineTarget, type ForwardEngineName } from '../../src/forward/engine.js';
 import { nextMember } from '../../src/limits/member.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/index.js';
 import type { LimitCheck } from '../../src/store/types.js';
 import { onStopSignal, requireEnv } from './common.js';
 

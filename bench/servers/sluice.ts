@@ -7,9 +7,9 @@
  * one, and prints `{"ready":true,"port":N,"keys":["sk-...", ...]}` on stdout.
  */
 import { createSluice } from '../../src/app.js';
-import { buildConfig } from '../../src/config.js';
+import { buildConfig } from '../../src/config/index.js';
 import { EventEmitter } from 'node:events';
-import { createLogger, HeldDestination, logDestination } from '../../src/log.js';
+import { createLogger, HeldDestination, logDestination } from '../../src/log/index.js';
 import { setDefaultForwardEngine, type ForwardEngineName } from '../../src/forward/engine.js';
 import { onStopSignal, requireEnv } from './common.js';
 

@@ -9,15 +9,15 @@
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
-import { accessFields, createAccessLog, type AccessRecord } from '../../src/access-log.js';
-import { createLogger, loggerOptions } from '../../src/log.js';
+import { accessFields, createAccessLog, type AccessRecord } from '../../src/log/access.js';
+import { createLogger, loggerOptions } from '../../src/log/index.js';
 import { srcAt } from '../lib/ref-src.js';
 
 const rounds = Number(process.argv[2] ?? 9);
 const N = Number(process.argv[3] ?? 200_000);
 const ref = process.env.BEFORE_REF ?? 'HEAD';
 
-type AccessModule = typeof import('../../src/access-log.js');
+type AccessModule = typeof import('../../src/log/access.js');
 type LogModule = { createLogger(level: string, destination: pino.DestinationStream): Logger };
 const before = srcAt(ref);
 const old = (await import(pathToFileURL(join(before, 'access-log.js')).href)) as AccessModule;

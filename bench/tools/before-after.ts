@@ -7,7 +7,7 @@
  * and of the relay behind it, redis-server's CPU µs per request and the decisions each limit
  * script run carried (medians over rounds).
  * AB_PAUSE_SECONDS=N idles every server N s between rounds, as the full bench's many variants do
- * (sluice collects garbage once it has been quiet for 30 s: src/idle-gc.ts).
+ * (sluice collects garbage once it has been quiet for 30 s: src/runtime/idle-gc.ts).
  * AB_AFTER_FLAGS="--flag ..." starts the "after" sluice with those Node flags too, for a flag's own effect;
  * AB_AFTER_ENV="K=V ..." gives it environment of its own (e.g. BENCH_LOG_DROP=1, or BENCH_LOG_LEVEL= to unset).
  *   [BEFORE_REF=HEAD~2] [BENCH_RELAY=minimal] [AB_FREE=1] [AB_PAUSE_SECONDS=0] [AB_PATH=/v1/chat/completions] [AB_AFTER_FLAGS=...] [AB_AFTER_ENV=...] npx tsx bench/tools/before-after.ts [rounds] [seconds]

@@ -1,7 +1,7 @@
 /**
  * What a quiet spell costs the traffic after it: one sluice (paid path or, PROBE_FREE=1, free path; Redis store, production
  * Node flags plus `--trace-gc`) loaded 4 s at a time with wrk, alternately after 10 s of quiet
- * (no idle collection) and after 42 s (past src/idle-gc.ts's 30 s: it may collect). Per phase:
+ * (no idle collection) and after 42 s (past src/runtime/idle-gc.ts's 30 s: it may collect). Per phase:
  * req/s, sluice's CPU µs per request, scavenges per 1,000 requests and full collections seen in
  * the phase, and whether sluice collected during the quiet spell before it. PROBE_FLAGS adds Node flags (e.g. `--min-semi-space-size=16`); PROBE_NO_GC=1 drops
  * `--expose-gc`, so sluice cannot collect at all.
@@ -9,7 +9,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { NODE_FLAGS } from '../../src/node-flags.js';
+import { NODE_FLAGS } from '../../src/runtime/node-flags.js';
 import { built, perRequest, threadSample } from '../lib/proc.js';
 import { benchSession } from '../lib/session.js';
 import { wrk } from '../lib/wrk.js';

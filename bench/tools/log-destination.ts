@@ -11,7 +11,7 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pino from 'pino';
-import { logDestination } from '../../src/log.js';
+import { logDestination } from '../../src/log/index.js';
 import { srcAt } from '../lib/ref-src.js';
 
 const perTurns = (process.argv[2] ?? '1,8,32').split(',').map(Number);

@@ -17,7 +17,7 @@ import { Authenticator } from '../../src/auth/authenticator.js';
 import { openDriver, type RelayDbDriver } from '../../src/auth/relay-db/driver.js';
 import { parseRelayDsn } from '../../src/auth/relay-db/dsn.js';
 import { RelayKeySource } from '../../src/auth/relay-db/source.js';
-import { systemClock } from '../../src/clock.js';
+import { systemClock } from '../../src/runtime/clock.js';
 import { relayDdl } from '../../test/support/relay-schema.js';
 
 const args = process.argv.slice(2);

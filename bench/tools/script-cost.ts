@@ -15,7 +15,7 @@
 import { cpuTimes } from '../lib/proc.js';
 import { srcAt } from '../lib/ref-src.js';
 import { spawnRedis } from '../../test/support/redis.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/index.js';
 import type { LimitCheck } from '../../src/store/types.js';
 
 const rounds = Number(process.argv[2] ?? 4);

@@ -1,7 +1,7 @@
 /**
  * Memory per open SSE stream through sluice: `npx tsx bench/tools/streams.ts [count...]`.
  * Prints sluice's RSS and V8 heap (from its /metrics) idle and with the streams open.
- * STREAMS_PLAIN=1: without the production Node flags (src/node-flags.ts); STREAMS_SETTLE_SECONDS=N:
+ * STREAMS_PLAIN=1: without the production Node flags (src/runtime/node-flags.ts); STREAMS_SETTLE_SECONDS=N:
  * also read RSS N s after the streams closed (what an idle process gives back).
  */
 import { spawnRedis } from '../../test/support/redis.js';

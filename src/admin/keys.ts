@@ -3,8 +3,8 @@
  * returned once, on creation; only its hash is kept.
  */
 import { generateKey, hashKey, newKeyId, validImportedKey } from '../auth/keys.js';
-import type { Clock } from '../clock.js';
-import { AdminError, AdminErrors, StoreUnavailableError } from '../errors.js';
+import type { Clock } from '../runtime/clock.js';
+import { AdminError, AdminErrors, StoreUnavailableError } from '../answers/errors.js';
 import type { KeyRecord, Store } from '../store/types.js';
 
 /** A store call whose failure is the store's (answered 503 store_unavailable), told apart from sluice's own faults. */

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../clock.js';
+import { systemClock } from '../runtime/clock.js';
 import type { FreeTierLimiter } from '../limits/free-tier.js';
 import { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';

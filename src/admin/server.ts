@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { bearerToken } from '../auth/credentials.js';
 import type { KeyService } from './keys.js';
-import { AdminError, AdminErrors, StoreUnavailableError, type AdminErrorSpec } from '../errors.js';
+import { AdminError, AdminErrors, StoreUnavailableError, type AdminErrorSpec } from '../answers/errors.js';
 import type { FreeTierLimiter } from '../limits/free-tier.js';
 import type { Metrics } from '../metrics/index.js';
 

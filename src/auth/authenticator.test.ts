@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../clock.js';
+import { ManualClock } from '../runtime/clock.js';
 import type { KeyChange } from '../store/types.js';
 import { Authenticator, type AuthenticatorOptions, type KeyIdentity, type KeySource } from './authenticator.js';
 import { hashKey } from './keys.js';

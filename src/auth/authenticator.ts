@@ -6,7 +6,7 @@
  * seen within that bound), and during an outage a key seen recently keeps working while an
  * unknown one cannot be judged. The cache holds hashes, never keys.
  */
-import type { Clock } from '../clock.js';
+import type { Clock } from '../runtime/clock.js';
 import type { KeyChange, KeyRecord } from '../store/types.js';
 import { hashKey, sameHash } from './keys.js';
 

@@ -3,7 +3,7 @@
  * header matrix is decided here and nowhere else.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { routeOf } from '../routes.js';
+import { routeOf } from '../routing/routes.js';
 
 export interface CredentialRules {
   /** `x-api-key` counts (the messages protocol): `/v1/messages` and `/v1/models` and below. */
@@ -12,7 +12,7 @@ export interface CredentialRules {
   xGoogApiKey: boolean;
 }
 
-/** The rules of a decoded path; the route table (src/routes.ts) holds them per route. */
+/** The rules of a decoded path; the route table (src/routing/routes.ts) holds them per route. */
 export function credentialRules(path: string): CredentialRules {
   return routeOf(path);
 }

@@ -49,7 +49,7 @@ export interface OutgoingAuth {
    * forwarded without one (a CORS preflight): then no key header reaches the relay at all.
    */
   key: string | null;
-  /** Send `x-goog-api-key` though the client sent none: it sent a `?key=` that was removed (src/target.ts). */
+  /** Send `x-goog-api-key` though the client sent none: it sent a `?key=` that was removed (src/routing/target.ts). */
   googKey?: boolean;
   /** The client address sluice decided on. */
   clientIp: string;

@@ -2,7 +2,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { useServers } from '../../test/support/servers.js';
-import { BodyBudget } from '../body-budget.js';
+import { BodyBudget } from '../http/body-budget.js';
 import { Forwarder, type ForwardResult } from './proxy.js';
 
 const { listen, onClose } = useServers();

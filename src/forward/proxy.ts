@@ -17,12 +17,12 @@ import {
   type ProxyEngine,
   type UpstreamAgentOptions,
 } from './engine.js';
-import type { BodyLease } from '../body-budget.js';
-import { Errors, sendError } from '../errors.js';
-import type { Outcome } from '../outcome.js';
+import type { BodyLease } from '../http/body-budget.js';
+import { Errors, sendError } from '../answers/errors.js';
+import type { Outcome } from '../answers/outcome.js';
 import { filterResponseHeaders } from './headers.js';
 
-/** How a forwarded exchange ended, in the request path's own vocabulary (src/outcome.ts says what each means). */
+/** How a forwarded exchange ended, in the request path's own vocabulary (src/answers/outcome.ts says what each means). */
 export type ForwardOutcome = Extract<Outcome, 'admitted' | 'client_aborted' | 'upstream_aborted' | 'upstream_error' | 'upstream_timeout' | 'out_of_sockets'>;
 
 /** The status sluice itself answered with for an outcome, when it did. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../clock.js';
-import { DEFAULTS, type FreeTierConfig } from '../config.js';
+import { ManualClock } from '../runtime/clock.js';
+import { DEFAULTS, type FreeTierConfig } from '../config/index.js';
 import { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';
 import type { Store } from '../store/types.js';

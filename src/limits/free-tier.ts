@@ -3,8 +3,8 @@
  * every protocol family; a rolling window and a calendar-day quota, decided in
  * one store round trip that counts only admitted calls.
  */
-import type { Clock } from '../clock.js';
-import type { FreeTierConfig } from '../config.js';
+import type { Clock } from '../runtime/clock.js';
+import type { FreeTierConfig } from '../config/index.js';
 import type { LimitCheck, LimitState } from '../store/types.js';
 import type { GuardedDecision, LimitStore } from './guard.js';
 import { DayClock, type Day } from './day.js';

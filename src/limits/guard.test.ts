@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { StoreUnavailableError } from '../errors.js';
+import { StoreUnavailableError } from '../answers/errors.js';
 import { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';
 import type { LimitCheck, Store } from '../store/types.js';

@@ -5,7 +5,7 @@
  * clients keep working with per-replica limits; with `closed` the caller
  * answers 503. Either way nothing waits longer than the store's command bound.
  */
-import { StoreUnavailableError } from '../errors.js';
+import { StoreUnavailableError } from '../answers/errors.js';
 import type { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';
 import type { Decision, LimitCheck, LimitState, Store } from '../store/types.js';

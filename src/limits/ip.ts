@@ -3,8 +3,8 @@
  * authentication so that unauthenticated floods are limited too. Rules are
  * matched first-wins; each rule is one shared budget for all its paths.
  */
-import type { Clock } from '../clock.js';
-import type { IpLimitRule } from '../config.js';
+import type { Clock } from '../runtime/clock.js';
+import type { IpLimitRule } from '../config/index.js';
 import type { LimitStore } from './guard.js';
 import { nextMember } from './member.js';
 import { refusalsFor, type Kept, type RememberRefusals, type Refusals } from './refusals.js';

@@ -4,8 +4,8 @@
  * supplies the registry, the text format and the process metrics.
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import type { Outcome } from '../outcome.js';
-import type { RouteFamily } from '../routes.js';
+import type { Outcome } from '../answers/outcome.js';
+import type { RouteFamily } from '../routing/routes.js';
 import { Counter, Gauge, Histogram } from './instruments.js';
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];

@@ -1,6 +1,6 @@
 import { brotliCompressSync, constants, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { BodyBudget } from '../body-budget.js';
+import { BodyBudget } from '../http/body-budget.js';
 import { brotliWorkingSet, decodeBody } from './decode.js';
 import type { Decoded } from './decode.js';
 

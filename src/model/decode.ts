@@ -8,7 +8,7 @@ import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw, 
 /** `held`: bytes taken from the budget for `body`, to be given back once it has been read. */
 export type Decoded = { ok: true; body: Buffer; held: number } | { ok: false; status: 413 | 415 | 400 | 503; reason: string };
 
-/** Where decoded bytes are counted (a request's BodyLease, src/body-budget.ts). */
+/** Where decoded bytes are counted (a request's BodyLease, src/http/body-budget.ts). */
 export interface DecodeBudget {
   take(n: number): boolean;
   give(n: number): void;

@@ -1,11 +1,11 @@
 /**
- * Which model a request asks for, read the way the relay will read it: the route (src/routes.ts)
+ * Which model a request asks for, read the way the relay will read it: the route (src/routing/routes.ts)
  * says where the relay's distributor looks (body, path, query, a task's action), the Content-Type
  * how it reads a body (content-type.ts).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { BodyBudgetExceededError } from '../errors.js';
-import { planFor, routeOf, wildcardPlan, type ModelPlan, type Route } from '../routes.js';
+import { BodyBudgetExceededError } from '../answers/errors.js';
+import { planFor, routeOf, wildcardPlan, type ModelPlan, type Route } from '../routing/routes.js';
 import { decodeBody, needsDecoding, type DecodeBudget } from './decode.js';
 import { FORM_TYPE, JSON_TYPE, modelByContentType, MULTIPART_TYPE, type ModelResult } from './content-type.js';
 import { firstQueryValue } from './form.js';

@@ -52,7 +52,7 @@ describe('modelFromPath', () => {
     expect(modelFromPath(path)).toBeUndefined();
   });
 
-  describe('takes the path as parseTarget decoded it (percent-encoding is tested in src/target.test.ts)', () => {
+  describe('takes the path as parseTarget decoded it (percent-encoding is tested in src/routing/target.test.ts)', () => {
     it('does not decode again: a % left in the decoded path is part of the model', () => {
       expect(modelFromPath('/v1beta/models/a%25b:generateContent')).toBe('a%25b');
       expect(modelFromPath('/v1beta/models/vend-flash-fre%65:generateContent')).toBe('vend-flash-fre%65');

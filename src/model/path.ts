@@ -2,7 +2,7 @@
  * Models named in the URL path, read as the relay's distributor reads them.
  *
  * The relay (Go net/http + gin) routes and extracts on the percent-decoded path, decoded once.
- * That decoding is parseTarget's (src/target.ts): the path given here is `Target.path`, already
+ * That decoding is parseTarget's (src/routing/target.ts): the path given here is `Target.path`, already
  * decoded, and is read as it is. Decoding it again would read `a%2525b` as `a%b` where the relay
  * serves `a%25b`, and `a%253AgenerateContent` as the model `a` where the relay serves
  * `a%3AgenerateContent`.

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { uniquePrefix } from '../../test/support/redis.js';
 import { MemoryStore } from './memory.js';
-import { RedisStore } from './redis.js';
+import { RedisStore } from './redis/index.js';
 import { DAY_KEY_GRACE_MS } from './scripts.js';
 import type { LimitCheck, Store } from './types.js';
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { execForm, last, readDockerfile, type Stage } from './dockerfile.js';
 import { existsInRepo, ROOT } from './k8s.js';
-import { NODE_FLAGS } from '../../src/node-flags.js';
+import { NODE_FLAGS } from '../../src/runtime/node-flags.js';
 
 const NODE_20 = /^node:20(?:\.\d+){0,2}-(?:slim|alpine)(?:\d+(?:\.\d+)*)?(?:@sha256:[0-9a-f]{64})?$/;
 

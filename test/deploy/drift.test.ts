@@ -24,7 +24,7 @@ import { createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
 import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
-import { NODE_FLAGS } from '../../src/node-flags.js';
+import { NODE_FLAGS } from '../../src/runtime/node-flags.js';
 import { effectiveArgv, last, readDockerfile, stageEnv } from './dockerfile.js';
 import {
   configMount,
@@ -185,7 +185,7 @@ async function launchFromManifests(dir: string): Promise<Launched> {
   // Command: what the container runs (manifest command/args over the image's ENTRYPOINT/CMD).
   const runtime = readDockerfile().at(-1)!;
   const argv = effectiveArgv(runtime, sidecar.command, sidecar.args);
-  // The Node flags production runs with (src/node-flags.ts), then the compiled entry.
+  // The Node flags production runs with (src/runtime/node-flags.ts), then the compiled entry.
   expect(argv).toEqual(['node', ...NODE_FLAGS, 'dist/main.js']);
   // The image alone would run the same.
   expect(effectiveArgv(runtime, undefined, undefined)).toEqual(argv);

@@ -15,7 +15,7 @@ import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/Netw
 import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import type { ISecret } from 'kubernetes-models/v1/Secret';
 import type { IService } from 'kubernetes-models/v1/Service';
-import { buildConfig, DEFAULTS, ENV_VARS } from '../../src/config.js';
+import { buildConfig, DEFAULTS, ENV_VARS } from '../../src/config/index.js';
 import {
   APPLIED,
   byKind,
@@ -200,7 +200,7 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
       const { sidecar } = sluicePod(kustomize(dir));
       const names = (sidecar.env ?? []).map((e) => e.name).filter((n) => n.startsWith('SLUICE_'));
       const unknown = names.filter((n) => !(n in ENV_VARS));
-      expect(unknown, `not in ENV_VARS of src/config.ts: ${unknown.join(', ')}`).toEqual([]);
+      expect(unknown, `not in ENV_VARS of src/config/index.ts: ${unknown.join(', ')}`).toEqual([]);
     });
 
     it('gives in-flight streams the drain deadline: relay preStop sleep and grace period cover drainSeconds', () => {

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../src/log/index.js';
 import { ADMIN_TOKEN, useHarness } from '../support/harness.js';
 
 interface Answer {

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NODE_FLAGS } from '../../src/node-flags.js';
+import { NODE_FLAGS } from '../../src/runtime/node-flags.js';
 
 export const CHILD_ADMIN_TOKEN = 'hostile-admin-token-0123456789';
 

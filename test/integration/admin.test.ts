@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ADMIN_TOKEN, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
-import { NODE_FLAGS } from '../../src/node-flags.js';
+import { NODE_FLAGS } from '../../src/runtime/node-flags.js';
 import { freePort, uniquePrefix } from '../support/redis.js';
 
 const run = promisify(execFile);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../src/log/index.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
 import { metricsText, metricValue } from '../support/helpers.js';

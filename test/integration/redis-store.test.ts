@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { buildConfig } from '../../src/config.js';
-import { RedisStore, redisStoreOptions } from '../../src/store/redis.js';
+import { buildConfig } from '../../src/config/index.js';
+import { RedisStore, redisStoreOptions } from '../../src/store/redis/index.js';
 import type { Decision, LimitCheck } from '../../src/store/types.js';
 import { spawnRedis, uniquePrefix } from '../support/redis.js';
 

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
-import { DEFAULTS } from '../../src/config.js';
+import { ManualClock } from '../../src/runtime/clock.js';
+import { DEFAULTS } from '../../src/config/index.js';
 import { FreeTierLimiter } from '../../src/limits/free-tier.js';
 import { IpLimiter } from '../../src/limits/ip.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/index.js';
 import { CountingStore } from '../support/counting-store.js';
 import { uniquePrefix } from '../support/redis.js';
 

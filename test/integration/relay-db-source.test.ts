@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { systemClock } from '../../src/clock.js';
+import { systemClock } from '../../src/runtime/clock.js';
 import { parseRelayDsn } from '../../src/auth/relay-db/dsn.js';
 import { openDriver, type RelayDbDriver } from '../../src/auth/relay-db/driver.js';
 import type { SqliteDriver } from '../../src/auth/relay-db/sqlite.js';

@@ -5,10 +5,10 @@
 import { afterAll, afterEach, beforeAll, inject } from 'vitest';
 import pino from 'pino';
 import { createSluice, createStore, type Sluice, type SluiceOptions } from '../../src/app.js';
-import { ManualClock, systemClock, type Clock } from '../../src/clock.js';
-import { buildConfig, type Config } from '../../src/config.js';
+import { ManualClock, systemClock, type Clock } from '../../src/runtime/clock.js';
+import { buildConfig, type Config } from '../../src/config/index.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/index.js';
 import type { Store } from '../../src/store/types.js';
 import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
 import { uniquePrefix } from './redis.js';

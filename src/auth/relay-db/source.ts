@@ -15,7 +15,7 @@
  */
 import type { Logger } from 'pino';
 import type { KeySource, SourceAnswer } from '../authenticator.js';
-import type { Clock } from '../../clock.js';
+import type { Clock } from '../../runtime/clock.js';
 import { describeRelayDsn, type RelayDsn } from './dsn.js';
 import { openDriver, withTimeout, type RelayDbDriver } from './driver.js';
 import { couldBeRelayKey, judgeToken, relayKeyBody, type TokenRow } from './rules.js';

@@ -9,7 +9,7 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../answers/errors.js';
 import type { RelayDsn } from './dsn.js';
 import { withTimeout, type DriverOptions, type RelayDbDriver } from './driver.js';
 

@@ -4,7 +4,7 @@
  * so a Redis outage can never hang a request; reconnection goes on in the background.
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { DEFAULTS, type RedisConfig } from '../../config.js';
+import { DEFAULTS, type RedisConfig } from '../../config/index.js';
 import { CONSUME_LUA, CREATE_KEY_LUA, DELETE_KEY_LUA, INSPECT_LUA } from '../scripts.js';
 
 export type RedisConnection = Redis | Cluster;

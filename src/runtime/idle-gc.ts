@@ -1,6 +1,6 @@
 /**
  * Gives memory back once traffic has come and gone. sluice runs with V8's memory reducer off
- * (src/node-flags.ts): a full collection before the request path has served a few hundred
+ * (src/runtime/node-flags.ts): a full collection before the request path has served a few hundred
  * requests leaves the process slower for good, and the reducer runs one in every fresh, idle
  * process. Without it, what a burst took stays in use while the process idles. So this runs a full
  * collection when the process has served enough requests, then gone quiet with nothing in flight,

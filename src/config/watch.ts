@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { dirname } from 'node:path';
-import { buildConfig, readConfigFile, type Config } from './config.js';
+import { buildConfig, readConfigFile, type Config } from './index.js';
 
 export interface ConfigWatcherOptions {
   path: string;

@@ -12,7 +12,7 @@
  * but any normalising proxy or server between sluice and the relay would resolve it to
  * `/api/log/token`, which sluice would then have matched as one path and forwarded as another.
  */
-import { firstQueryValue } from './model/form.js';
+import { firstQueryValue } from '../model/form.js';
 
 export interface Target {
   /** Decoded once (Go's way), slash-collapsed path: what decisions are made on. */

@@ -4,7 +4,7 @@
  */
 import { writeSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
-import { CONFIG_REDACT_PATHS } from './config/schema.js';
+import { CONFIG_REDACT_PATHS } from '../config/schema.js';
 
 /**
  * Named exactly, never with wildcards: a wildcard path (`*.key`) makes pino walk every field of

@@ -3,9 +3,9 @@
  * "request"`, written through the logger like any other line, so the logger's level, bindings,
  * redaction, hooks and destination all apply to it.
  */
-import type { Outcome } from './outcome.js';
+import type { Outcome } from '../answers/outcome.js';
 import type { Logger } from 'pino';
-import type { AccessLogMode } from './config.js';
+import type { AccessLogMode } from '../config/index.js';
 
 /** What one request did, as the gateway traces it. */
 export interface AccessRecord {

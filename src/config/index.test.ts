@@ -3,9 +3,9 @@ import { parse as parseYaml } from 'yaml';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DOC_PATH, renderDoc } from '../scripts/config-docs.js';
-import { buildConfig, DEFAULT_IP_LIMITS, DEFAULTS, ENV_VARS, loadConfig, publicConfig } from './config.js';
-import { STARTUP_ONLY } from './config/schema.js';
+import { DOC_PATH, renderDoc } from '../../scripts/config-docs.js';
+import { buildConfig, DEFAULT_IP_LIMITS, DEFAULTS, ENV_VARS, loadConfig, publicConfig } from './index.js';
+import { STARTUP_ONLY } from './schema.js';
 
 const ENV = { SLUICE_UPSTREAM_URL: 'http://127.0.0.1:3000' };
 

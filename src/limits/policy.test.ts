@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from './clock.js';
-import { buildConfig } from './config.js';
+import { ManualClock } from '../runtime/clock.js';
+import { buildConfig } from '../config/index.js';
 import { applyReload, buildPolicy } from './policy.js';
-import { MemoryStore } from './store/memory.js';
+import { MemoryStore } from '../store/memory.js';
 
 const ENV = { SLUICE_UPSTREAM_URL: 'http://127.0.0.1:3000' };
 const RULE = { name: 'q', paths: ['/api/log/token'], limit: 1, windowSeconds: 600, shadow: false };

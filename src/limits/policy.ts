@@ -4,12 +4,12 @@
  * one consistent config from start to end.
  */
 import type { BlockList } from 'node:net';
-import type { Clock } from './clock.js';
-import { trustedProxyList, type Config } from './config.js';
-import { STARTUP_ONLY } from './config/schema.js';
-import { FreeTierLimiter } from './limits/free-tier.js';
-import type { LimitStore } from './limits/guard.js';
-import { IpLimiter } from './limits/ip.js';
+import type { Clock } from '../runtime/clock.js';
+import { trustedProxyList, type Config } from '../config/index.js';
+import { STARTUP_ONLY } from '../config/schema.js';
+import { FreeTierLimiter } from './free-tier.js';
+import type { LimitStore } from './guard.js';
+import { IpLimiter } from './ip.js';
 
 export interface Policy {
   readonly config: Config;

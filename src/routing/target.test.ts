@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { credentialRules } from './auth/credentials.js';
-import type { Clock } from './clock.js';
-import { DEFAULT_IP_LIMITS, DEFAULTS } from './config.js';
-import { FreeTierLimiter } from './limits/free-tier.js';
-import type { LimitStore } from './limits/guard.js';
-import { compileIpRules } from './limits/ip.js';
-import { requestedModel } from './model/index.js';
-import { modelFromPath } from './model/path.js';
+import { credentialRules } from '../auth/credentials.js';
+import type { Clock } from '../runtime/clock.js';
+import { DEFAULT_IP_LIMITS, DEFAULTS } from '../config/index.js';
+import { FreeTierLimiter } from '../limits/free-tier.js';
+import type { LimitStore } from '../limits/guard.js';
+import { compileIpRules } from '../limits/ip.js';
+import { requestedModel } from '../model/index.js';
+import { modelFromPath } from '../model/path.js';
 import { invalidTargetReason, parseTarget, type Target } from './target.js';
 
 function target(url: string): Target {

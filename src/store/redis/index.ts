@@ -5,14 +5,14 @@
  * A Redis outage never hangs a request: commands fail fast, and the caller decides what an error
  * means (src/limits/guard.ts for limits, the admin API answers 503 store_unavailable).
  */
-import { DEFAULTS } from '../config.js';
-import { KeyChangeFeed } from './redis/change-feed.js';
-import { baseOptions, connect, SCRIPTS, type RedisConnection, type RedisStoreOptions } from './redis/connection.js';
-import { RedisDecisions } from './redis/decisions.js';
-import { KeyRegistry } from './redis/registry.js';
-import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, Store } from './types.js';
+import { DEFAULTS } from '../../config/index.js';
+import { KeyChangeFeed } from './change-feed.js';
+import { baseOptions, connect, SCRIPTS, type RedisConnection, type RedisStoreOptions } from './connection.js';
+import { RedisDecisions } from './decisions.js';
+import { KeyRegistry } from './registry.js';
+import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, Store } from '../types.js';
 
-export { redisStoreOptions, type RedisStoreOptions } from './redis/connection.js';
+export { redisStoreOptions, type RedisStoreOptions } from './connection.js';
 
 export class RedisStore implements Store {
   readonly kind = 'redis' as const;

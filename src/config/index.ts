@@ -9,13 +9,13 @@
 import { readFileSync } from 'node:fs';
 import { BlockList } from 'node:net';
 import { parse as parseYaml } from 'yaml';
-import { describeRelayDsn, parseRelayDsn, type RelayDsn } from './auth/relay-db/dsn.js';
-import { FORMATS, parseCidr } from './config/formats.js';
-import { isObject, readSettings, type Raw } from './config/read.js';
-import { RULES, SECRETS, type Settings } from './config/schema.js';
-import { ConfigError } from './errors.js';
+import { describeRelayDsn, parseRelayDsn, type RelayDsn } from '../auth/relay-db/dsn.js';
+import { FORMATS, parseCidr } from './formats.js';
+import { isObject, readSettings, type Raw } from './read.js';
+import { RULES, SECRETS, type Settings } from './schema.js';
+import { ConfigError } from '../answers/errors.js';
 
-export { DEFAULT_IP_LIMITS, DEFAULTS, ENV_VARS, MAX_CONNECTIONS_CAP } from './config/schema.js';
+export { DEFAULT_IP_LIMITS, DEFAULTS, ENV_VARS, MAX_CONNECTIONS_CAP } from './schema.js';
 
 export type IpLimitRule = Settings['ipLimits'][number];
 export type FreeTierConfig = Settings['freeTier'];

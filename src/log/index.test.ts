@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it, vi } from 'vitest';
-import { buildConfig, publicConfig } from './config.js';
+import { buildConfig, publicConfig } from '../config/index.js';
 import pino from 'pino';
-import { HOLD_BYTES, HOLD_MS, createLogger, isoTimeCached, logDestination, type HeldDestination } from './log.js';
+import { HOLD_BYTES, HOLD_MS, createLogger, isoTimeCached, logDestination, type HeldDestination } from './index.js';
 
 function capture(): { log: ReturnType<typeof createLogger>; lines: () => Array<Record<string, unknown>> } {
   const out: string[] = [];
@@ -47,8 +47,8 @@ describe('log redaction', () => {
 
 describe('log destination', () => {
   function runScript(body: string): { status: number | null; msgs: string[]; stderr: string } {
-    const script = `import { createLogger } from './src/log.ts';\n${body}`;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '..'), encoding: 'utf8', timeout: 15_000 });
+    const script = `import { createLogger } from './src/log/index.ts';\n${body}`;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '..', '..'), encoding: 'utf8', timeout: 15_000 });
     expect(r.error, r.stderr).toBeUndefined();
     return { status: r.status, stderr: r.stderr, msgs: r.stdout.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg) };
   }
@@ -86,7 +86,7 @@ describe('log destination', () => {
   });
 
   it('keeps serving, and flush still calls back, when stdout\'s reader has gone (EPIPE)', async () => {
-    const script = `import { createLogger } from './src/log.ts';
+    const script = `import { createLogger } from './src/log/index.ts';
       const log = createLogger('info');
       log.info('one');
       setTimeout(() => {
@@ -94,7 +94,7 @@ describe('log destination', () => {
         log.flush((err) => { process.stderr.write('flushed ' + (err ? err.code : 'ok') + '\\n'); process.exit(0); });
       }, 300);
       setTimeout(() => { process.stderr.write('flush never called back\\n'); process.exit(2); }, 3000);`;
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '..'), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '..', '..'), stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.destroy(); // the reader of its stdout is gone
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));

@@ -9,7 +9,7 @@
  * - how the relay's distributor (middleware/distributor.go) reads the model for each method, as a
  *   plan that src/model/index.ts carries out on the body, the path or the query.
  *
- * Paths are `Target.path`: decoded once, slashes collapsed, no dot segments (src/target.ts).
+ * Paths are `Target.path`: decoded once, slashes collapsed, no dot segments (src/routing/target.ts).
  *
  * The model routes, as new-api's routers register them behind its distributor:
  * - `/v1/*` (router/relay-router.go): the chat, completions, messages, responses, images, audio,

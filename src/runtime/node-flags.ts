@@ -15,7 +15,7 @@
  * collection below gives it back. docs/performance.md has the measurements.
  *
  * `--expose-gc`: so that sluice can run that collection itself once traffic has come and gone,
- * when it is harmless (src/idle-gc.ts).
+ * when it is harmless (src/runtime/idle-gc.ts).
  */
 const WITHOUT: Readonly<Record<string, string>> = {
   '--no-memory-reducer': 'a process that idles before its first traffic may serve about 10 % slower for good',

@@ -1,9 +1,9 @@
 import { Writable } from 'node:stream';
 import pino, { type Logger, type LoggerOptions } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { accessFields, createAccessLog, redactPath, wantsAccessLine, type AccessRecord } from './access-log.js';
-import { createLogger } from './log.js';
-import type { Outcome } from './outcome.js';
+import { accessFields, createAccessLog, redactPath, wantsAccessLine, type AccessRecord } from './access.js';
+import { createLogger } from './index.js';
+import type { Outcome } from '../answers/outcome.js';
 
 function sink(): { stream: Writable; text: () => string; clear: () => void } {
   let out = '';

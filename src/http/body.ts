@@ -5,16 +5,16 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { BodyLease } from './body-budget.js';
-import type { Outcome } from './outcome.js';
+import type { Outcome } from '../answers/outcome.js';
 
-/** Why a body was not read, in the request path's own vocabulary (src/outcome.ts). */
+/** Why a body was not read, in the request path's own vocabulary (src/answers/outcome.ts). */
 export type BodyRefusal = Extract<Outcome, 'too_large' | 'busy' | 'client_aborted'>;
 
 export type BodyResult =
   | { ok: true; body: Buffer }
   /**
    * too_large: past `maxBytes`. busy: the bytes would take the bodies in flight past their budget
-   * (src/body-budget.ts). client_aborted: the client went away or sent a broken body; there is
+   * (src/http/body-budget.ts). client_aborted: the client went away or sent a broken body; there is
    * nobody to answer.
    */
   | { ok: false; reason: BodyRefusal };
