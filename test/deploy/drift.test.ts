@@ -317,7 +317,7 @@ const TITLE = kubectlMode === 'skip' ? 'drift (SKIPPED: kubectl is not on PATH a
 
 describe.skipIf(kubectlMode === 'skip')(TITLE, () => {
   it.each(['deploy/base', 'deploy/overlays/dev-redis'])(
-    "%s: sluice starts with the manifest's command, env and config file, answers its probes and the Service port, and stops with 0",
+    "%s: sluice starts with the manifest's command, env and config file, answers its probes and the Service port, drains in the relay's preStop hook and stops with 0",
     async (dir) => {
       const l = await launchFromManifests(dir);
 
