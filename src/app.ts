@@ -64,8 +64,9 @@ export interface Sluice {
   /** Starts both listeners; resolves with the ports actually bound. */
   listen(): Promise<{ port: number; adminPort: number }>;
   /**
-   * Graceful stop: readiness false at once, no new connections, in-flight
-   * requests and streams get up to `drainSeconds`, then everything closes.
+   * Graceful stop: readiness false at once, no new connections, in-flight requests and streams
+   * get up to `drainSeconds`, then what is left is cut (outcome `drain_deadline`). Started once:
+   * every later call resolves with the first one.
    */
   drain(): Promise<{ forced: number }>;
   close(): Promise<void>;
@@ -155,6 +156,8 @@ export function createSluice(opts: SluiceOptions): Sluice {
   });
   const keys = new KeyService(store, clock, (hash) => authenticator.onChange({ type: 'deleted', hash }));
   let draining = false;
+  /** Set once a drain's bound passed: what is cut from then on is sluice's doing (drain_deadline), not the client's. */
+  let cutting = false;
 
   const gateway = createGateway({
     clock,
@@ -164,6 +167,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
     forwarder,
     policy: () => policy,
     draining: () => draining,
+    cutting: () => cutting,
     budget,
   });
   const publicServer = http.createServer(
@@ -295,6 +299,32 @@ export function createSluice(opts: SluiceOptions): Sluice {
       s.closeIdleConnections();
     });
 
+  async function drainNow(): Promise<{ forced: number }> {
+    draining = true;
+    const deadline = Date.now() + config.drainSeconds * 1000;
+    log.info({ drainSeconds: config.drainSeconds }, 'draining: not ready, no new connections');
+    const closedPublic = stopListening(publicServer);
+    // Idle keep-alive connections go now; busy ones close after their current answer.
+    const idleSweep = setInterval(() => publicServer.closeIdleConnections(), 250);
+    const done = await Promise.race([
+      closedPublic.then(() => true),
+      new Promise<false>((r) => setTimeout(() => r(false), Math.max(0, deadline - Date.now())).unref()),
+    ]);
+    clearInterval(idleSweep);
+    let forced = 0;
+    if (!done) {
+      forced = metrics.inflight.value;
+      log.warn({ forced, drainSeconds: config.drainSeconds }, 'drain deadline passed; cutting what is still open (outcome drain_deadline)');
+      cutting = true;
+      publicServer.closeAllConnections();
+      // Their relay requests are aborted as the connections close: then nothing is in flight toward
+      // the relay. (Bounded, as every wait: the sockets are destroyed already, so this takes a tick.)
+      await Promise.race([closedPublic, new Promise((r) => setTimeout(r, 1000).unref())]);
+    }
+    return { forced };
+  }
+
+  let drained: Promise<{ forced: number }> | null = null;
   let closed = false;
   const sluice: Sluice = {
     store,
@@ -319,25 +349,10 @@ export function createSluice(opts: SluiceOptions): Sluice {
       );
       return { port, adminPort };
     },
-    async drain() {
-      draining = true;
-      const deadline = Date.now() + config.drainSeconds * 1000;
-      log.info({ drainSeconds: config.drainSeconds }, 'draining: not ready, no new connections');
-      const closedPublic = stopListening(publicServer);
-      // Idle keep-alive connections go now; busy ones close after their current answer.
-      const idleSweep = setInterval(() => publicServer.closeIdleConnections(), 250);
-      const done = await Promise.race([
-        closedPublic.then(() => true),
-        new Promise<false>((r) => setTimeout(() => r(false), Math.max(0, deadline - Date.now())).unref()),
-      ]);
-      clearInterval(idleSweep);
-      let forced = 0;
-      if (!done) {
-        forced = metrics.inflight.value;
-        log.warn({ forced }, 'drain deadline passed; closing the remaining connections');
-        publicServer.closeAllConnections();
-      }
-      return { forced };
+    drain() {
+      // Whatever asks first (the Pod's shutdown hook, SIGTERM) starts it; a later ask waits for the same one.
+      drained ??= drainNow();
+      return drained;
     },
     async close() {
       if (closed) return;

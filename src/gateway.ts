@@ -36,6 +36,8 @@ export interface GatewayDeps {
   policy: () => Policy;
   /** True once draining began: answers carry `connection: close`. */
   draining: () => boolean;
+  /** True once the drain's bound passed: a request that ends as a client abort from then on was cut by sluice (`drain_deadline`). */
+  cutting: () => boolean;
   /** The memory budget every request body in flight is counted in. */
   budget: BodyBudget;
 }
@@ -210,7 +212,9 @@ export function createGateway(d: GatewayDeps): Gateway {
   function done(t: Trace): void {
     if (t.logged) return;
     t.logged = true;
-    const decision = t.decision ?? 'internal_error';
+    let decision = t.decision ?? 'internal_error';
+    // The drain deadline closed its connection: sluice cut it, the client did not leave.
+    if (decision === 'client_aborted' && d.cutting()) decision = t.decision = 'drain_deadline';
     metrics.countRequest(t.family, decision);
     if (wantsAccessLine(d.policy().config.accessLog, decision, t.status)) accessLog(t, decision);
   }

@@ -1,8 +1,10 @@
 /**
  * `npm start`: load and validate the config, start both listeners, reload the
- * config file when it changes, and drain on SIGTERM/SIGINT before exiting 0.
+ * config file when it changes, drain when the Pod's shutdown hook asks (drainDir), and drain on
+ * SIGTERM/SIGINT (at once, if that drain is over already) before exiting 0.
  */
 import { createSluice } from './app.js';
+import { DrainHook } from './runtime/drain-hook.js';
 import { loadConfig, type Config } from './config/index.js';
 import { ConfigError } from './answers/errors.js';
 import { missingNodeFlags } from './runtime/node-flags.js';
@@ -20,8 +22,11 @@ async function main(): Promise<void> {
   }
   const file = process.env.SLUICE_CONFIG;
   let sluice: ReturnType<typeof createSluice>;
+  let hook: DrainHook | null = null;
   try {
     sluice = createSluice({ config, configFile: file ? { path: file, env: process.env } : undefined });
+    const s = sluice;
+    if (config.drainDir !== null) hook = new DrainHook({ dir: config.drainDir, drain: () => s.drain(), log: s.log });
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`sluice: configuration error: ${err.message}\n`);
@@ -30,6 +35,7 @@ async function main(): Promise<void> {
     throw err;
   }
   await sluice.listen();
+  hook?.start();
   const missing = missingNodeFlags();
   if (missing.length) sluice.log.warn({ missing }, 'started without the Node flags sluice is meant to run with (README, Running it)');
   let stopping = false;

@@ -31,6 +31,8 @@ export const OUTCOMES = [
   'upstream_aborted',
   /** The client went away before its answer was whole. */
   'client_aborted',
+  /** sluice cut it: still open when a drain's bound (drainSeconds) passed. */
+  'drain_deadline',
   'internal_error',
 ] as const;
 

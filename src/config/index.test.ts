@@ -44,7 +44,7 @@ describe('config', () => {
     expect(Object.keys(ENV_VARS).sort()).toEqual(
       [
         'SLUICE_CONFIG', 'SLUICE_UPSTREAM_URL', 'SLUICE_UPSTREAM_CREDENTIAL', 'SLUICE_REDIS_URL', 'SLUICE_REDIS_SENTINELS', 'SLUICE_REDIS_SENTINEL_NAME',
-        'SLUICE_REDIS_CLUSTER_NODES', 'SLUICE_RELAY_DB', 'SLUICE_RELAY_DB_SCHEMA', 'SLUICE_DRAIN_SECONDS', 'SLUICE_HOST', 'SLUICE_PORT', 'SLUICE_ADMIN_HOST',
+        'SLUICE_REDIS_CLUSTER_NODES', 'SLUICE_RELAY_DB', 'SLUICE_RELAY_DB_SCHEMA', 'SLUICE_DRAIN_SECONDS', 'SLUICE_DRAIN_DIR', 'SLUICE_HOST', 'SLUICE_PORT', 'SLUICE_ADMIN_HOST',
         'SLUICE_ADMIN_PORT', 'SLUICE_ADMIN_TOKEN', 'SLUICE_LOG_LEVEL', 'SLUICE_ACCESS_LOG', 'SLUICE_MAX_CONNECTIONS',
       ].sort(),
     );
@@ -57,6 +57,7 @@ describe('config', () => {
       SLUICE_RELAY_DB: 'sqlite:/tmp/relay.db',
       SLUICE_RELAY_DB_SCHEMA: 'one-api',
       SLUICE_DRAIN_SECONDS: '5',
+      SLUICE_DRAIN_DIR: '/sluice-drain',
       SLUICE_HOST: '127.0.0.1',
       SLUICE_ADMIN_HOST: '127.0.0.2',
       SLUICE_ADMIN_PORT: '9999',
@@ -64,6 +65,7 @@ describe('config', () => {
       SLUICE_LOG_LEVEL: 'warn',
     });
     expect([c.upstream.credential, c.redis.url, c.redis.sentinels, c.redis.sentinelName, c.relayDb.dsn?.dialect, c.relayDb.schema]).toEqual(['cred', 'redis://h:1', ['a:1', 'b:2'], 'm', 'sqlite', 'one-api']);
+    expect([c.drainSeconds, c.drainDir]).toEqual([5, '/sluice-drain']);
     expect([c.drainSeconds, c.host, c.adminHost, c.adminPort, c.adminToken, c.logLevel]).toEqual([5, '127.0.0.1', '127.0.0.2', 9999, 't'.repeat(16), 'warn']);
     expect(buildConfig({}, { ...ENV, SLUICE_REDIS_URL: 'redis://h:1', SLUICE_REDIS_CLUSTER_NODES: 'a:1' }).redis.clusterNodes).toEqual(['a:1']);
   });
@@ -79,7 +81,7 @@ describe('config', () => {
 
   it('names the start-up-only settings from the schema, the admin token as a secret', () => {
     expect(STARTUP_ONLY.map((s) => [s.path, s.secret])).toEqual([
-      ['upstream.url', false], ['redis', false], ['relayDb', false], ['host', false], ['port', false], ['adminHost', false], ['adminPort', false], ['adminToken', true],
+      ['upstream.url', false], ['redis', false], ['relayDb', false], ['host', false], ['port', false], ['adminHost', false], ['adminPort', false], ['adminToken', true], ['drainDir', false],
     ]);
   });
 

@@ -178,7 +178,17 @@ export const SETTINGS = Type.Object({
     env: 'SLUICE_ACCESS_LOG',
     description: 'Which requests get an access line (at info): every one; only those not admitted in the end (refused, failed, cut by either side) or answered 400 or more; or none.',
   }),
-  drainSeconds: int(0, 3600, 30, { env: 'SLUICE_DRAIN_SECONDS', description: 'On SIGTERM: how long in-flight requests and open streams may take before exit.' }),
+  drainSeconds: int(0, 3600, 30, {
+    env: 'SLUICE_DRAIN_SECONDS',
+    description:
+      'Once a drain starts (SIGTERM, or the drain hook in `drainDir`): how long in-flight requests and open streams may take; what is still open then is cut (outcome `drain_deadline`).',
+  }),
+  drainDir: textOrNull({
+    env: 'SLUICE_DRAIN_DIR',
+    startupOnly: true,
+    description:
+      "A directory shared with the relay's container only (docs/kubernetes.md, Shutdown): a file `drain` appearing there starts the drain, and sluice writes `drained` there once nothing is in flight. Unset: only SIGTERM starts a drain.",
+  }),
   limits: Type.Object(
     {
       onStoreError: Type.Union([Type.Literal('open'), Type.Literal('closed')], {

@@ -15,7 +15,7 @@
  * Ports come from the manifests: if one is taken on this machine the test says so and fails.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,15 +30,20 @@ import {
   configMount,
   containerPort,
   existsInRepo,
+  expandK8s,
   httpProbe,
   kubectlMode,
   kustomize,
   one,
   publicService,
   ROOT,
+  SHUTDOWN_BUDGET,
+  shutdownHook,
   sluicePod,
   type K8sObject,
+  type ShutdownHook,
 } from './k8s.js';
+import { DRAIN_DONE_FILE, DRAIN_REQUEST_FILE } from '../../src/runtime/drain-hook.js';
 
 const STARTUP_TIMEOUT_MS = 20_000;
 
@@ -76,7 +81,7 @@ function containerEnv(objects: K8sObject[], c: IContainer): { env: Record<string
   const env: Record<string, string> = {};
   const fromSecrets: string[] = [];
   // $(VAR) refers to variables defined earlier in the list; $$ is a literal $.
-  const expand = (v: string): string => v.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (all, name?: string) => (name === undefined ? '$' : (env[name] ?? all)));
+  const expand = (v: string): string => expandK8s(v, env);
   if (c.envFrom?.length) throw new Error(`container ${c.name}: envFrom is not supported by this test; use env`);
   for (const e of c.env ?? []) {
     if (e.value !== undefined) {
@@ -171,6 +176,11 @@ interface Launched {
   servicePort: number;
   annotations: Record<string, string>;
   graceSeconds: number;
+  /** The relay's preStop hook and the volume it shares with sluice (here a temporary directory). */
+  hook: ShutdownHook;
+  drainDir: string;
+  /** The relay container's literal variables, for Kubernetes' $(VAR) expansion of its hook. */
+  relayEnv: Record<string, string>;
 }
 
 /**
@@ -180,7 +190,7 @@ interface Launched {
  */
 async function launchFromManifests(dir: string): Promise<Launched> {
   const objects = kustomize(dir);
-  const { deployment, pod, sidecar } = sluicePod(objects);
+  const { deployment, pod, sidecar, relay: relayContainer } = sluicePod(objects);
 
   // Command: what the container runs (manifest command/args over the image's ENTRYPOINT/CMD).
   const runtime = readDockerfile().at(-1)!;
@@ -212,8 +222,14 @@ async function launchFromManifests(dir: string): Promise<Launched> {
   for (const [name, text] of files) writeFileSync(join(dirOnDisk, name), text);
   expect(env.SLUICE_CONFIG).toBe(`${mount.mountPath.replace(/\/$/, '')}/${fileName}`);
   env.SLUICE_CONFIG = join(dirOnDisk, fileName);
+  // The volume the relay's preStop hook shares with sluice: an empty directory, as the emptyDir is.
+  const hook = shutdownHook(pod, sidecar, relayContainer, DRAIN_REQUEST_FILE, DRAIN_DONE_FILE);
+  const drainDir = mkdtempSync(join(tmpdir(), 'sluice-drift-drain-'));
+  cleanups.push(() => rmSync(drainDir, { recursive: true, force: true }));
+  expect(env.SLUICE_DRAIN_DIR).toBe(hook.sluicePath);
+  env.SLUICE_DRAIN_DIR = drainDir;
   const changed = Object.keys(manifestEnv).filter((k) => env[k] !== manifestEnv[k]);
-  expect(changed).toEqual(['SLUICE_CONFIG']);
+  expect(changed).toEqual(['SLUICE_CONFIG', 'SLUICE_DRAIN_DIR']);
 
   // Ports, all from the manifests.
   const publicPort = containerPort(sidecar, 'http');
@@ -260,6 +276,9 @@ async function launchFromManifests(dir: string): Promise<Launched> {
     servicePort,
     annotations: deployment.spec?.template.metadata?.annotations ?? {},
     graceSeconds: pod.terminationGracePeriodSeconds ?? 30,
+    hook,
+    drainDir,
+    relayEnv: Object.fromEntries((relayContainer.env ?? []).flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]]))),
   };
 }
 
@@ -272,11 +291,33 @@ async function terminate(l: Launched): Promise<{ code: number | null; signal: No
   ]);
 }
 
+/**
+ * The Pod's shutdown as Kubernetes runs it: the relay's preStop hook (its command, run by /bin/sh
+ * as kubelet runs it in the relay container, with the shared volume's mount path standing for the
+ * temporary directory), then, once it returned, SIGTERM to sluice. Resolves with how long the hook
+ * took and sluice's exit status, or 'timeout' past the grace period.
+ */
+async function podShutdown(l: Launched): Promise<{ hookMs: number; hookCode: number | null; exit: Awaited<ReturnType<typeof terminate>> }> {
+  const [bin, ...args] = l.hook.command.map((a) => expandK8s(a, l.relayEnv).split(l.hook.relayPath.replace(/\/$/, '')).join(l.drainDir));
+  const t0 = Date.now();
+  const hook = spawn(bin!, args, { stdio: 'ignore' });
+  const hookCode = await Promise.race([
+    new Promise<number | null>((r) => hook.once('exit', (code) => r(code))),
+    new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), l.graceSeconds * 1000).unref()),
+  ]);
+  if (hookCode === 'timeout') {
+    hook.kill('SIGKILL');
+    return { hookMs: Date.now() - t0, hookCode: null, exit: 'timeout' };
+  }
+  const hookMs = Date.now() - t0;
+  return { hookMs, hookCode, exit: await terminate(l) };
+}
+
 const TITLE = kubectlMode === 'skip' ? 'drift (SKIPPED: kubectl is not on PATH and CI is not set)' : 'drift: manifests vs. program';
 
 describe.skipIf(kubectlMode === 'skip')(TITLE, () => {
   it.each(['deploy/base', 'deploy/overlays/dev-redis'])(
-    "%s: sluice starts with the manifest's command, env and config file, answers its probes and the Service port, and stops with 0",
+    "%s: sluice starts with the manifest's command, env and config file, answers its probes and the Service port, drains in the relay's preStop hook and stops with 0",
     async (dir) => {
       const l = await launchFromManifests(dir);
 
@@ -317,8 +358,13 @@ describe.skipIf(kubectlMode === 'skip')(TITLE, () => {
       await deleted.arrayBuffer();
       expect(deleted.status).toBe(204);
 
-      // SIGTERM: exit 0 within the Pod's grace period.
-      expect(await terminate(l), `sluice output:\n${l.run.output()}`).toEqual({ code: 0, signal: null });
+      // The Pod's shutdown: the relay's preStop hook returns once sluice has drained (nothing is in
+      // flight: at once after its wait for the endpoint removal), and sluice then exits 0 on SIGTERM.
+      const down = await podShutdown(l);
+      expect(down.hookCode, `sluice output:\n${l.run.output()}`).toBe(0);
+      expect(existsSync(join(l.drainDir, DRAIN_DONE_FILE)), 'sluice answered the hook').toBe(true);
+      expect(down.hookMs).toBeLessThan((l.hook.endpointWaitSeconds + SHUTDOWN_BUDGET.hookSlackSeconds) * 1000);
+      expect(down.exit, `sluice output:\n${l.run.output()}`).toEqual({ code: 0, signal: null });
     },
     120_000,
   );

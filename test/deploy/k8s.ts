@@ -335,3 +335,78 @@ export function configMount(objects: K8sObject[], pod: IPodSpec, sidecar: IConta
 export function existsInRepo(path: string): boolean {
   return existsSync(join(ROOT, path));
 }
+
+/**
+ * A value as Kubernetes expands it in `command`, `args` and `env`: `$(NAME)` becomes the variable
+ * when `env` defines it (else stays as written), and `$$` is a literal `$`.
+ */
+export function expandK8s(value: string, env: Record<string, string>): string {
+  return value.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (all, name?: string) => (name === undefined ? '$' : (env[name] ?? all)));
+}
+
+/**
+ * The shutdown budget (docs/kubernetes.md, "Shutdown and the drain deadline"): what the grace
+ * period must hold besides the hook's own waits, which the manifest states.
+ */
+export const SHUTDOWN_BUDGET = {
+  /**
+   * The hook waits this much longer than drainSeconds for sluice's answer: sluice looks for the
+   * request every 0.5 s, closes what the deadline cut within a second, and the hook looks once a
+   * second.
+   */
+  hookSlackSeconds: 5,
+  /** sluice's exit on SIGTERM once its drain is over: close the store connection, flush the log. */
+  sluiceExitSeconds: 5,
+} as const;
+
+export interface ShutdownHook {
+  /** The relay's preStop command, as kubelet runs it in the relay container. */
+  command: string[];
+  /** The shared volume's name and where each container mounts it. */
+  volume: string;
+  relayPath: string;
+  sluicePath: string;
+  /** Seconds the hook waits before asking sluice to drain (for the endpoint removal to spread). */
+  endpointWaitSeconds: number;
+  /** Seconds the hook waits for sluice's answer, at most. */
+  answerWaitSeconds: number;
+  /** Seconds the relay takes to stop at most (its SHUTDOWN_TIMEOUT_SECONDS). */
+  relayStopSeconds: number;
+}
+
+/**
+ * The relay's preStop hook and the volume it shares with sluice: the directory sluice watches
+ * (SLUICE_DRAIN_DIR) is where the relay's container sees the same volume, and the hook creates
+ * `requestFile` there and waits for `doneFile` (the program's names, passed in).
+ */
+export function shutdownHook(pod: IPodSpec, sidecar: IContainer, relay: IContainer, requestFile: string, doneFile: string): ShutdownHook {
+  const dir = envVar(sidecar, 'SLUICE_DRAIN_DIR')?.value;
+  if (!dir) throw new Error('the sluice container sets no literal SLUICE_DRAIN_DIR: nothing starts its drain before the relay stops');
+  const sluiceMount = (sidecar.volumeMounts ?? []).find((m) => m.mountPath.replace(/\/$/, '') === dir.replace(/\/$/, ''));
+  if (!sluiceMount) throw new Error(`no volumeMount of the sluice container is at SLUICE_DRAIN_DIR (${dir})`);
+  const relayMount = (relay.volumeMounts ?? []).find((m) => m.name === sluiceMount.name);
+  if (!relayMount) throw new Error(`the relay container does not mount volume ${sluiceMount.name} (SLUICE_DRAIN_DIR)`);
+  const command = relay.lifecycle?.preStop?.exec?.command;
+  if (!command || command.length !== 3 || command[0] !== '/bin/sh' || command[1] !== '-c') {
+    throw new Error(`the relay's preStop hook is not ["/bin/sh", "-c", <script>]: ${JSON.stringify(relay.lifecycle?.preStop)}`);
+  }
+  const script = command[2]!;
+  const at = relayMount.mountPath.replace(/\/$/, '');
+  const esc = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const wait = /^sleep (\d+);/.exec(script);
+  if (!wait) throw new Error(`the preStop script does not begin with "sleep <seconds>;": ${script}`);
+  if (!script.includes(`: > ${at}/${requestFile};`)) throw new Error(`the preStop script does not create ${at}/${requestFile}: ${script}`);
+  const loop = new RegExp(`while \\[ ! -e ${esc(`${at}/${doneFile}`)} \\] && \\[ "\\$i" -lt (\\d+) \\]; do sleep 1; i=\\$\\(\\(i \\+ 1\\)\\); done$`).exec(script);
+  if (!loop || !/; i=0; while /.test(script)) throw new Error(`the preStop script does not wait for ${at}/${doneFile} with a bounded loop: ${script}`);
+  const stop = envVar(relay, 'SHUTDOWN_TIMEOUT_SECONDS')?.value;
+  if (stop === undefined || !/^\d+$/.test(stop)) throw new Error('the relay sets no literal SHUTDOWN_TIMEOUT_SECONDS: its stop has no bound to count');
+  return {
+    command,
+    volume: sluiceMount.name,
+    relayPath: relayMount.mountPath,
+    sluicePath: sluiceMount.mountPath,
+    endpointWaitSeconds: Number(wait[1]),
+    answerWaitSeconds: Number(loop[1]),
+    relayStopSeconds: Number(stop),
+  };
+}

@@ -35,14 +35,14 @@ import {
   publicService,
   resolvePort,
   ROOT,
+  SHUTDOWN_BUDGET,
+  shutdownHook,
   sluicePod,
   validateObject,
   type K8sObject,
 } from './k8s.js';
+import { DRAIN_DONE_FILE, DRAIN_REQUEST_FILE } from '../../src/runtime/drain-hook.js';
 
-/** Seconds between the end of the drain and SIGKILL, for the process to exit after draining. */
-const SHUTDOWN_MARGIN_SECONDS = 5;
-/** The program's default when the config file does not set drainSeconds. */
 /** Measured memory (MB RSS): idle and at 5,000 concurrent streams. */
 const MEASURED_IDLE_MB = 80;
 const MEASURED_PEAK_MB = 150;
@@ -83,15 +83,6 @@ function drainSecondsOf(files: Map<string, string>, fileName: string): number {
 function relayReadsSecret(relay: IContainer, name: string): boolean {
   return (relay.envFrom ?? []).some((f) => f.secretRef?.name === name) || (relay.env ?? []).some((e) => e.valueFrom?.secretKeyRef?.name === name);
 }
-
-function preStopSleepSeconds(relay: IContainer): number {
-  const preStop = relay.lifecycle?.preStop;
-  if (preStop?.sleep) return preStop.sleep.seconds;
-  const cmd = preStop?.exec?.command;
-  if (cmd && cmd[0] === 'sleep' && cmd.length === 2 && /^\d+$/.test(cmd[1]!)) return Number(cmd[1]);
-  throw new Error(`the relay container has no preStop sleep (got ${JSON.stringify(preStop)})`);
-}
-
 
 describe('deploy/ kustomizations', () => {
   it('the tests cover every kustomization under deploy/', () => {
@@ -203,20 +194,29 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
       expect(unknown, `not in ENV_VARS of src/config/index.ts: ${unknown.join(', ')}`).toEqual([]);
     });
 
-    it('gives in-flight streams the drain deadline: relay preStop sleep and grace period cover drainSeconds', () => {
+    it("drains sluice inside the relay's preStop hook, through a volume only the two containers share; the hook's bound and the grace period follow from drainSeconds", () => {
       const objects = kustomize(dir);
       const { pod, sidecar, relay } = sluicePod(objects);
       const { files, fileName } = configMount(objects, pod, sidecar);
       // SLUICE_DRAIN_SECONDS, when set, wins over the file.
       const fromEnv = envVar(sidecar, 'SLUICE_DRAIN_SECONDS')?.value;
       const drain = fromEnv !== undefined ? Number(fromEnv) : drainSecondsOf(files, fileName);
-      const sleep = preStopSleepSeconds(relay);
+      // The relay stops before sluice (a native sidecar stops last), so sluice must drain while the
+      // relay runs: the relay's preStop hook asks for it in the directory sluice watches.
+      const hook = shutdownHook(pod, sidecar, relay, DRAIN_REQUEST_FILE, DRAIN_DONE_FILE);
+      // Only the Pod's own containers can start a drain: the volume is an emptyDir (it lives and
+      // dies with this Pod), mounted by sluice and the relay and by nothing else.
+      expect((pod.volumes ?? []).find((v) => v.name === hook.volume)?.emptyDir).toBeDefined();
+      const mounting = [...(pod.initContainers ?? []), ...pod.containers].filter((c) => (c.volumeMounts ?? []).some((m) => m.name === hook.volume));
+      expect(mounting.map((c) => c.name).sort()).toEqual([NAMES.relay, NAMES.sidecar].sort());
+      expect((sidecar.volumeMounts ?? []).find((m) => m.name === hook.volume)?.readOnly).not.toBe(true);
+      expect((relay.volumeMounts ?? []).find((m) => m.name === hook.volume)?.readOnly).not.toBe(true);
+      // The hook gives sluice its whole drain, and then some, before the relay stops.
+      expect(hook.endpointWaitSeconds).toBeGreaterThan(0);
+      expect(hook.answerWaitSeconds).toBeGreaterThanOrEqual(drain + SHUTDOWN_BUDGET.hookSlackSeconds);
+      // The grace period holds the hook, the relay's stop and sluice's exit (docs/kubernetes.md).
       const grace = pod.terminationGracePeriodSeconds ?? 30;
-      // The relay stops first (new-api exits at once on SIGTERM): its preStop sleep is the window in
-      // which streams through sluice finish. Then sluice gets SIGTERM and drains up to drainSeconds.
-      expect(sleep).toBeGreaterThanOrEqual(drain);
-      expect(grace).toBeGreaterThanOrEqual(drain + SHUTDOWN_MARGIN_SECONDS);
-      expect(grace).toBeGreaterThanOrEqual(sleep + drain + SHUTDOWN_MARGIN_SECONDS);
+      expect(grace).toBeGreaterThanOrEqual(hook.endpointWaitSeconds + hook.answerWaitSeconds + hook.relayStopSeconds + SHUTDOWN_BUDGET.sluiceExitSeconds);
     });
 
     it('sends sluice to the relay over loopback, on the port the relay listens on', () => {

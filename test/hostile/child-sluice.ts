@@ -26,6 +26,8 @@ export interface ChildSluice {
   memory(): { rss: number; peak: number };
   /** Descriptors the process holds now. */
   descriptors(): number;
+  /** Sends `signal` and resolves with how the process ended (`close` still removes its files). */
+  stop(signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   close(): Promise<void>;
 }
 
@@ -82,7 +84,7 @@ export async function startChildSluice(opts: ChildOptions): Promise<ChildSluice>
     }
   });
   child.stderr!.on('data', (b: Buffer) => (stderr = (stderr + b.toString('utf8')).slice(-4000)));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
 
   const deadline = Date.now() + 20_000;
   let listening: Record<string, unknown> | undefined;
@@ -119,6 +121,10 @@ export async function startChildSluice(opts: ChildOptions): Promise<ChildSluice>
     },
     memory: () => ({ rss: statusKb('VmRSS'), peak: statusKb('VmHWM') }),
     descriptors: () => readdirSync(`/proc/${pid}/fd`).length,
+    stop(signal) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
     async close() {
       if (child.exitCode === null) {
         child.kill('SIGKILL');

@@ -291,7 +291,7 @@ describe('draining', () => {
     }
   });
 
-  it('cuts what is still open at the drain deadline', async () => {
+  it('cuts what is still open at the drain deadline, counted as drain_deadline (sluice cut it), not as the client leaving', async () => {
     const h = await startHarness({ store: 'memory', file: { drainSeconds: 1 } });
     try {
       const { key } = await h.createKey('drain2');
@@ -312,6 +312,13 @@ describe('draining', () => {
       expect(Date.now() - t0).toBeLessThan(2000);
       expect(r.forced).toBe(1);
       expect(await stream).toBe('cut');
+      const text = await metricsText(h);
+      expect(metricValue(text, 'sluice_requests_total', { family: 'chat', outcome: 'drain_deadline' })).toBe(1);
+      expect(metricValue(text, 'sluice_requests_total', { family: 'chat', outcome: 'client_aborted' })).toBeUndefined();
+      // A later ask (SIGTERM after the Pod's shutdown hook drained) has nothing left to wait for.
+      const again = Date.now();
+      expect(await h.sluice.drain()).toEqual({ forced: 1 });
+      expect(Date.now() - again).toBeLessThan(100);
     } finally {
       await h.close();
     }
