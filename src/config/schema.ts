@@ -149,6 +149,10 @@ export const SETTINGS = Type.Object({
     default: [],
     description: 'Addresses or CIDRs whose X-Forwarded-For is believed (e.g. your ingress).',
   }),
+  ipv6Prefix: int(32, 128, 64, {
+    description:
+      'Per-address budgets count an IPv6 client per network of this many bits (one customer holds a whole /64, or more); an IPv4 address, IPv4-mapped ones included, is its own budget. A change starts the IPv6 budgets afresh.',
+  }),
   freeTier: Type.Object(
     {
       perMinute: int(1, 1_000_000, 20, { description: 'Admitted calls of a user to free models in any rolling window...' }),
