@@ -159,10 +159,13 @@ export const SETTINGS = Type.Object({
       windowSeconds: int(1, 31 * DAY, 60, { description: '...of this many seconds (a true sliding window).' }),
       perDay: int(1, 100_000_000, 100, { description: 'Admitted calls per calendar day...' }),
       timeZone: text('Asia/Shanghai', { format: 'time-zone', description: '...in this time zone (reset at its 00:00).' }),
-      modelSuffix: text('-free', { description: 'A model is free when its id ends with this suffix (exclusive with `freeTier.models`).' }),
+      modelSuffix: text('-free', {
+        description:
+          "A model is free when its id ends with this suffix (exclusive with `freeTier.models`), compared as the relay's database may compare ids: case, trailing spaces, accents and width aside (docs/limits.md).",
+      }),
       models: Type.Union([Type.Array(Type.String({ pattern: NON_EMPTY })), Type.Null()], {
         default: null,
-        description: 'Explicit list of free model ids; replaces the suffix rule when set (exclusive with `freeTier.modelSuffix`).',
+        description: 'Explicit list of free model ids, compared the same way; replaces the suffix rule when set (exclusive with `freeTier.modelSuffix`).',
       }),
       shadow: flag(false, { description: 'Evaluate, count and report, but admit: try a new limit safely.' }),
     },
