@@ -5,6 +5,7 @@
 import { generateKey, hashKey, newKeyId, validImportedKey } from '../auth/keys.js';
 import type { Clock } from '../runtime/clock.js';
 import { AdminError, AdminErrors, StoreUnavailableError } from '../answers/errors.js';
+import { keyId, userId } from './ids.js';
 import type { KeyRecord, Store } from '../store/types.js';
 
 /** A store call whose failure is the store's (answered 503 store_unavailable), told apart from sluice's own faults. */
@@ -29,8 +30,6 @@ export interface PublicKey {
   createdAt: string;
 }
 
-const USER_RE = /^[A-Za-z0-9_.@:+-]{1,128}$/;
-
 export class KeyService {
   constructor(
     private readonly store: Store,
@@ -46,9 +45,7 @@ export class KeyService {
     const { user, name, key, ...rest } = input as Record<string, unknown>;
     const extra = Object.keys(rest);
     if (extra.length > 0) throw new AdminError(AdminErrors.UNKNOWN_FIELD, { field: extra[0]! });
-    if (typeof user !== 'string' || !USER_RE.test(user)) {
-      throw new AdminError(AdminErrors.INVALID_USER);
-    }
+    const owner = userId(user);
     if (name !== undefined && (typeof name !== 'string' || name.length > 200)) {
       throw new AdminError(AdminErrors.INVALID_NAME);
     }
@@ -63,7 +60,7 @@ export class KeyService {
     }
     const rec: KeyRecord = {
       id: newKeyId(),
-      user,
+      user: owner,
       name: typeof name === 'string' ? name : '',
       createdAt: new Date(this.clock.now()).toISOString(),
       hash: hashKey(wire),
@@ -73,11 +70,11 @@ export class KeyService {
   }
 
   async list(user: string): Promise<PublicKey[]> {
-    return (await stored(this.store.listKeys(user))).map(({ id, user: u, name, createdAt }) => ({ id, user: u, name, createdAt }));
+    return (await stored(this.store.listKeys(userId(user)))).map(({ id, user: u, name, createdAt }) => ({ id, user: u, name, createdAt }));
   }
 
   async remove(id: string): Promise<PublicKey | null> {
-    const r = await stored(this.store.deleteKey(id));
+    const r = await stored(this.store.deleteKey(keyId(id)));
     if (!r) return null;
     this.onDeleted(r.hash);
     return { id: r.id, user: r.user, name: r.name, createdAt: r.createdAt };

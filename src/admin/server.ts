@@ -6,6 +6,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { bearerToken } from '../auth/credentials.js';
+import { userId } from './ids.js';
 import type { KeyService } from './keys.js';
 import { AdminError, AdminErrors, StoreUnavailableError, type AdminErrorSpec } from '../answers/errors.js';
 import type { FreeTierLimiter } from '../limits/free-tier.js';
@@ -160,7 +161,7 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
     }
     const limitMatch = /^\/admin\/users\/([^/]+)\/limits$/.exec(path);
     if (limitMatch && method === 'GET') {
-      return json(res, 200, { freeTier: await d.freeTier().state(pathSegment(limitMatch[1]!)) });
+      return json(res, 200, { freeTier: await d.freeTier().state(userId(pathSegment(limitMatch[1]!))) });
     }
     if (path === '/admin/config' && method === 'GET') return json(res, 200, d.effectiveConfig());
     return fail(res, AdminErrors.NOT_FOUND);

@@ -149,16 +149,23 @@ export const SETTINGS = Type.Object({
     default: [],
     description: 'Addresses or CIDRs whose X-Forwarded-For is believed (e.g. your ingress).',
   }),
+  ipv6Prefix: int(32, 128, 64, {
+    description:
+      'Per-address budgets count an IPv6 client per network of this many bits (one customer holds a whole /64, or more); an IPv4 address, IPv4-mapped ones included, is its own budget. A change starts the IPv6 budgets afresh.',
+  }),
   freeTier: Type.Object(
     {
       perMinute: int(1, 1_000_000, 20, { description: 'Admitted calls of a user to free models in any rolling window...' }),
       windowSeconds: int(1, 31 * DAY, 60, { description: '...of this many seconds (a true sliding window).' }),
       perDay: int(1, 100_000_000, 100, { description: 'Admitted calls per calendar day...' }),
       timeZone: text('Asia/Shanghai', { format: 'time-zone', description: '...in this time zone (reset at its 00:00).' }),
-      modelSuffix: text('-free', { description: 'A model is free when its id ends with this suffix (exclusive with `freeTier.models`).' }),
+      modelSuffix: text('-free', {
+        description:
+          "A model is free when its id ends with this suffix (exclusive with `freeTier.models`), compared as the relay's database may compare ids: case, trailing spaces, accents and width aside (docs/limits.md).",
+      }),
       models: Type.Union([Type.Array(Type.String({ pattern: NON_EMPTY })), Type.Null()], {
         default: null,
-        description: 'Explicit list of free model ids; replaces the suffix rule when set (exclusive with `freeTier.modelSuffix`).',
+        description: 'Explicit list of free model ids, compared the same way; replaces the suffix rule when set (exclusive with `freeTier.modelSuffix`).',
       }),
       shadow: flag(false, { description: 'Evaluate, count and report, but admit: try a new limit safely.' }),
     },

@@ -3,14 +3,17 @@
  * peer is a trusted proxy, the right-most X-Forwarded-For entry that is not
  * itself trusted. Clients can prepend anything they like to X-Forwarded-For;
  * reading from the right means they cannot choose their own address.
+ *
+ * The address is given in its canonical text (src/http/address-bucket.ts): IPv4 clients of a
+ * dual-stack socket (`::ffff:a.b.c.d`) and every other spelling of one address read the same, in
+ * the access line and in the X-Forwarded-For the relay gets. Per-address budgets count it in its
+ * bucket (addressBucket), not by this text.
  */
 import { isIP, type BlockList } from 'node:net';
+import { canonicalAddress } from './address-bucket.js';
 
 function normalizeIp(addr: string | undefined): string {
-  if (!addr) return '0.0.0.0';
-  // IPv4 clients on a dual-stack socket appear as ::ffff:a.b.c.d.
-  if (addr.startsWith('::ffff:') && isIP(addr.slice(7)) === 4) return addr.slice(7);
-  return addr;
+  return (addr && canonicalAddress(addr)) || '0.0.0.0';
 }
 
 function isTrusted(list: BlockList, ip: string): boolean {
@@ -19,7 +22,10 @@ function isTrusted(list: BlockList, ip: string): boolean {
   return list.check(ip, fam === 4 ? 'ipv4' : 'ipv6');
 }
 
-/** Strips a port or brackets some proxies add (`1.2.3.4:5678`, `[::1]:80`). */
+/**
+ * Strips a port or brackets some proxies add (`1.2.3.4:5678`, `[::1]:80`); a zone (`fe80::1%eth0`)
+ * is dropped with the rest of the canonical form. Anything that is then not an address gives ''.
+ */
 function cleanEntry(s: string): string {
   let v = s.trim();
   if (v.startsWith('[')) {
@@ -28,7 +34,7 @@ function cleanEntry(s: string): string {
   } else if (v.indexOf(':') !== -1 && v.indexOf(':') === v.lastIndexOf(':')) {
     v = v.slice(0, v.indexOf(':'));
   }
-  return normalizeIp(v);
+  return canonicalAddress(v) ?? '';
 }
 
 export function resolveClientIp(

@@ -9,6 +9,7 @@ import type { LimitCheck, LimitState } from '../store/types.js';
 import type { GuardedDecision, LimitStore } from './guard.js';
 import { DayClock, type Day } from './day.js';
 import { nextMember } from './member.js';
+import { freeModelRule } from './model-fold.js';
 import { refusalsFor, type Kept, type RememberRefusals, type Refusals } from './refusals.js';
 import { retryAfterSeconds } from './retry-after.js';
 
@@ -43,7 +44,12 @@ interface Refusal extends Kept {
 
 export class FreeTierLimiter {
   private readonly days: DayClock;
-  private readonly models: ReadonlySet<string> | null;
+  /**
+   * Whether a model id is free, as the relay's database may compare ids (case, trailing spaces,
+   * accents, width: src/limits/model-fold.ts), so that no spelling the relay routes to a free
+   * model escapes the count.
+   */
+  readonly isFree: (model: string) => boolean;
   private policyFor: Day | null = null;
   private policy = '';
   /**
@@ -59,12 +65,8 @@ export class FreeTierLimiter {
     opts: RememberRefusals = {},
   ) {
     this.days = new DayClock(config.timeZone);
-    this.models = config.models ? new Set(config.models) : null;
+    this.isFree = freeModelRule(config);
     this.refusals = refusalsFor(opts);
-  }
-
-  isFree(model: string): boolean {
-    return this.models ? this.models.has(model) : model.endsWith(this.config.modelSuffix);
   }
 
   /** The day check comes first so that, when both bind, the daily answer wins. */

@@ -1,8 +1,10 @@
 /**
  * Per-client-IP limits on the query endpoints (contract §8), counted before
  * authentication so that unauthenticated floods are limited too. Rules are
- * matched first-wins; each rule is one shared budget for all its paths.
+ * matched first-wins; each rule is one shared budget for all its paths. An address counts in its
+ * bucket (src/http/address-bucket.ts): an IPv4 address, or the IPv6 network of `ipv6Prefix` bits.
  */
+import { addressBucket, DEFAULT_IPV6_PREFIX } from '../http/address-bucket.js';
 import type { Clock } from '../runtime/clock.js';
 import type { IpLimitRule } from '../config/index.js';
 import type { LimitStore } from './guard.js';
@@ -11,6 +13,11 @@ import { refusalsFor, type Kept, type RememberRefusals, type Refusals } from './
 import { retryAfterSeconds } from './retry-after.js';
 
 export type IpVerdict = { admitted: true } | { admitted: false; retryAfterSeconds: number };
+
+export interface IpLimiterOptions extends RememberRefusals {
+  /** IPv6 addresses count per network of this many bits (default 64, the `ipv6Prefix` setting). */
+  ipv6Prefix?: number;
+}
 
 /** Rules in order, each path pattern an exact path or a `prefix*`, resolved once rather than per request. */
 export function compileIpRules(rules: readonly IpLimitRule[]): (path: string) => IpLimitRule | null {
@@ -31,15 +38,17 @@ export class IpLimiter {
    * limit), so a refusal is kept until T whatever the count. A reload builds a new limiter.
    */
   private readonly refusals: Refusals<Kept>;
+  private readonly ipv6Prefix: number;
 
   constructor(
     rules: readonly IpLimitRule[],
     private readonly store: LimitStore,
     private readonly clock: Clock,
-    opts: RememberRefusals = {},
+    opts: IpLimiterOptions = {},
   ) {
     this.match = compileIpRules(rules);
     this.refusals = refusalsFor(opts);
+    this.ipv6Prefix = opts.ipv6Prefix ?? DEFAULT_IPV6_PREFIX;
   }
 
   /** Forgets every kept refusal (the store reconnected: it may have lost counts meanwhile). */
@@ -47,10 +56,11 @@ export class IpLimiter {
     this.refusals.clear();
   }
 
+  /** `ip` is the client's address in any spelling; it is counted in its bucket. */
   admit(rule: IpLimitRule, ip: string): IpVerdict | Promise<IpVerdict> {
     const now = this.clock.now();
-    const subject = `ip:${ip}`;
-    // Refusals are kept per (address, rule); a rule's name is unique among the rules.
+    const subject = `ip:${addressBucket(ip, this.ipv6Prefix)}`;
+    // Refusals are kept per (bucket, rule); a rule's name is unique among the rules.
     const refusal = `${subject} ${rule.name}`;
     const kept = this.refusals.get(refusal, now);
     // A kept refusal's `until` is the store's retry time itself (Refusals caps only how long it is kept).

@@ -23,7 +23,7 @@ export function buildPolicy(config: Config, limits: LimitStore, clock: Clock): P
   return {
     config,
     freeTier: new FreeTierLimiter(config.freeTier, limits, clock, remember),
-    ipLimiter: new IpLimiter(config.ipLimits, limits, clock, remember),
+    ipLimiter: new IpLimiter(config.ipLimits, limits, clock, { ...remember, ipv6Prefix: config.ipv6Prefix }),
     trustedProxies: config.trustedProxies.length ? trustedProxyList(config.trustedProxies) : null,
   };
 }
