@@ -3,14 +3,10 @@
  * its CPU time and memory can be read from /proc (Linux only).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../../src/runtime/node-flags.js';
-
-export const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
-export const ROOT_DIR = dirname(BENCH_DIR);
+import { ROOT_DIR, built } from './build.js';
 
 const children = new Set<ChildProcess>();
 let hooked = false;
@@ -39,8 +35,11 @@ function hookExit(): void {
 export interface Server {
   name: string;
   pid: number;
-  /** Pids whose CPU and memory count for this server (nginx: master and workers). */
-  pids: () => number[];
+  /** The port it serves on, on 127.0.0.1. */
+  port: number;
+  /** API keys it accepts, one user each (sluice); none for the others, which take any. */
+  keys: string[];
+  /** What its ready line said. */
   info: Record<string, unknown>;
   stop(): Promise<void>;
   /** stderr tail, for error messages. */
@@ -49,48 +48,16 @@ export interface Server {
 
 export interface StartOptions {
   env?: Record<string, string | undefined>;
+  /** Node flags besides the production ones (src/runtime/node-flags.ts) every process starts with. */
   nodeArgs?: string[];
-  /** Replaces the production Node flags (src/runtime/node-flags.ts) every server otherwise starts with. */
-  nodeFlags?: readonly string[];
   readyTimeoutMs?: number;
-  /** Run this compiled script instead of bench/.build/bench/servers/<script> (before/after builds). */
-  path?: string;
-  /** A command that runs Node for us, e.g. `['valgrind', '--tool=callgrind']` (it keeps the pid). */
-  wrapper?: string[];
-}
-
-/** Where `compile()` puts the JavaScript of src/ and of the benchmark's child scripts. */
-export const BUILD_DIR = join(BENCH_DIR, '.build');
-
-/** Path of the compiled form of a file under bench/ (e.g. `servers/relay.ts`). */
-export function built(benchFile: string): string {
-  return join(BUILD_DIR, 'bench', benchFile.replace(/\.ts$/, '.js'));
-}
-
-/**
- * Compiles src/ and the child scripts with tsc (bench/tsconfig.bench.json), as the production
- * image runs compiled JavaScript: nothing measured runs under the tsx loader, whose esbuild
- * output wraps every closure in a `__name()` call. Type errors (another change in progress) are
- * reported but do not stop the run while the output exists.
- */
-export async function compile(): Promise<string> {
-  const tsc = join(ROOT_DIR, 'node_modules', 'typescript', 'bin', 'tsc');
-  try {
-    await run(process.execPath, [tsc, '-p', join(BENCH_DIR, 'tsconfig.bench.json')], { timeoutMs: 180_000 });
-    return '';
-  } catch (err) {
-    if (!existsSync(built('servers/sluice.ts'))) throw err;
-    return (err as Error).message.split('\n').filter((l) => l.includes('error TS')).slice(0, 5).join('\n');
-  }
 }
 
 /** Starts the compiled `bench/servers/<script>` under Node and waits for its `{"ready":true}` line. */
 export function startNodeServer(name: string, script: string, opts: StartOptions = {}): Promise<Server> {
   hookExit();
   // Every server runs with the flags production starts sluice with (src/runtime/node-flags.ts).
-  const nodeArgv = [...(opts.nodeFlags ?? NODE_FLAGS), ...(opts.nodeArgs ?? []), opts.path ?? built(`servers/${script}`)];
-  const [cmd, ...argv] = opts.wrapper?.length ? [...opts.wrapper, process.execPath, ...nodeArgv] : [process.execPath, ...nodeArgv];
-  const child = spawn(cmd!, argv, {
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...(opts.nodeArgs ?? []), built(`servers/${script}`)], {
     cwd: ROOT_DIR,
     env: { ...process.env, NODE_ENV: 'production', ...opts.env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -125,7 +92,8 @@ export function startNodeServer(name: string, script: string, opts: StartOptions
       resolve({
         name,
         pid,
-        pids: () => [pid],
+        port: msg.port as number,
+        keys: [],
         info: msg,
         tail: () => err,
         async stop() {
@@ -140,7 +108,7 @@ export function startNodeServer(name: string, script: string, opts: StartOptions
   });
 }
 
-/** Tracks a process started elsewhere (nginx) for cleanup on exit. */
+/** Tracks a process started elsewhere (sluice, bench/lib/sluice.ts) for cleanup on exit. */
 export function adopt(child: ChildProcess): void {
   hookExit();
   children.add(child);
@@ -218,19 +186,19 @@ export function perRequest(a: ThreadSample, b: ThreadSample, requests: number): 
 export interface Usage {
   /** CPU time over wall time, in % of one core. */
   cpuPct: number;
-  /** Highest VmRSS sampled during the window, MB (summed over the server's pids). */
+  /** Highest VmRSS sampled during the window, MB. */
   rssMaxMb: number;
 }
 
 /** Samples a server's CPU and RSS while `work` runs. */
 export async function measureWhile<T>(server: Server | null, work: () => Promise<T>): Promise<{ result: T; usage: Usage }> {
   if (!server) return { result: await work(), usage: { cpuPct: 0, rssMaxMb: 0 } };
-  const pids = server.pids();
-  const cpu0 = pids.reduce((a, p) => a + cpuSeconds(p), 0);
+  const pid = server.pid;
+  const cpu0 = cpuSeconds(pid);
   const t0 = performance.now();
   let rssMax = 0;
   const sample = (): void => {
-    const rss = pids.reduce((a, p) => a + memoryMb(p).rss, 0);
+    const rss = memoryMb(pid).rss;
     if (rss > rssMax) rssMax = rss;
   };
   sample();
@@ -238,7 +206,7 @@ export async function measureWhile<T>(server: Server | null, work: () => Promise
   try {
     const result = await work();
     sample();
-    const cpu1 = pids.reduce((a, p) => a + cpuSeconds(p), 0);
+    const cpu1 = cpuSeconds(pid);
     const secs = (performance.now() - t0) / 1000;
     return { result, usage: { cpuPct: ((cpu1 - cpu0) / secs) * 100, rssMaxMb: rssMax } };
   } finally {

@@ -1,5 +1,6 @@
 /** Fixed-rate load from bench/lib/rate-client.ts, in its own process. */
-import { built, run } from './proc.js';
+import { built } from './build.js';
+import { run } from './proc.js';
 
 export interface RateResult {
   sent: number;

@@ -1,6 +1,7 @@
 /** Closed-loop load from wrk (a separate process): fixed connections, as fast as answers come. */
 import { join } from 'node:path';
-import { BENCH_DIR, run } from './proc.js';
+import { BENCH_DIR } from './build.js';
+import { run } from './proc.js';
 
 export interface LoadResult {
   requests: number;

@@ -17,16 +17,17 @@
  *   prepass a 64 KB slice per event-loop turn (`requestedModel`); `total` from the last byte to the
  *   model, `longest block` the longest gap between turns of the event loop meanwhile.
  * JSON.parse of the same body once, for reference.
- * Runs in its own process (the runner spawns it); prints one JSON line.
+ * Runs compiled in its own process (`npm run bench -- scan` spawns it: `node scan-worker.js <runs>`);
+ * prints one JSON line.
  */
-import { Accumulator } from '../src/http/body.js';
-import { ModelPrepass } from '../src/model/prepass.js';
+import { Accumulator } from '../../src/http/body.js';
+import { ModelPrepass } from '../../src/model/prepass.js';
 import { gzipSync } from 'node:zlib';
-import { requestedModel } from '../src/model/index.js';
-import { scanModel } from '../src/model/scan.js';
+import { requestedModel } from '../../src/model/index.js';
+import { scanModel } from '../../src/model/scan.js';
 
 const TARGET = 20 * 1024 * 1024;
-const RUNS = Number(process.env.BENCH_SCAN_RUNS ?? 11);
+const RUNS = Number(process.argv[2] ?? 11);
 
 const SHAPES = ['blob', 'chat-2k', 'chat-200', 'chat-esc'] as const;
 type Shape = (typeof SHAPES)[number];
@@ -98,7 +99,7 @@ function onArrival(buf: Buffer): { chunkMaxMs: number; afterLastMs: number } {
   return { chunkMaxMs: Math.max(chunkMaxMs, finalMs), afterLastMs: lastMs + finalMs };
 }
 
-/** One body shape and model position; the runner (run.ts) reads these from the printed line. */
+/** One body shape and model position; the scan scenario reads these from the printed line. */
 export interface ScanRow {
   shape: string;
   position: string;
