@@ -107,7 +107,7 @@ export const SETTINGS = Type.Object({
         description: '`auto`: new-api or one-api, told from the tables.',
       }),
       poolSize: int(1, 32, 2, { description: 'Connections per replica (a sidecar per relay Pod multiplies them).' }),
-      queryTimeoutMs: int(50, 60_000, 2000, { description: 'Bound on one statement, connecting included.' }),
+      queryTimeoutMs: int(50, 60_000, 2000, { description: 'Bound on one lookup, a free connection and connecting included; the database itself ends a statement that passes it.' }),
       recheckSeconds: int(1, 3600, 10, { description: "A key's answer is trusted at most this long: the bound on seeing a console change." }),
       staleSeconds: int(0, 7 * DAY, 900, { description: 'How long a key seen valid keeps working while the database cannot be reached.' }),
     },

@@ -6,8 +6,8 @@
  * `postgres` / any database), else the machine's own on loopback (postgres with trust on
  * 127.0.0.1:5432, root without a password on 127.0.0.1:3306; `.ci/run` installs and starts them
  * on a fresh machine). Each test file creates its own databases named `<prefix>...` and drops
- * them; at the end of the run every database with this run's prefix is dropped, whatever a
- * crashed file left. If a server does not answer, the run fails loudly: these tests never skip.
+ * them; at the end of the run every database, role and user with this run's prefix is dropped,
+ * whatever a crashed file left. If a server does not answer, the run fails loudly: these tests never skip.
  */
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
@@ -87,6 +87,11 @@ export default async function setup({ provide }: { provide: (key: 'pgAdminUrl' |
         await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
         left.push(name);
       }
+      const roles = await c.query<{ rolname: string }>('SELECT rolname FROM pg_roles WHERE starts_with(rolname, $1)', [prefix]);
+      for (const { rolname } of roles.rows) {
+        await c.query(`DROP ROLE IF EXISTS "${rolname}"`);
+        left.push(rolname);
+      }
       await c.end();
     } catch (err) {
       log(`could not drop PostgreSQL databases: ${(err as Error).message}`);
@@ -98,10 +103,15 @@ export default async function setup({ provide }: { provide: (key: 'pgAdminUrl' |
         await c.query(`DROP DATABASE IF EXISTS \`${r.name}\``);
         left.push(r.name);
       }
+      const [users] = await c.query('SELECT User AS name, Host AS host FROM mysql.user WHERE User LIKE ?', [`${prefix}%`]);
+      for (const u of users as Array<{ name: string; host: string }>) {
+        await c.query('DROP USER IF EXISTS ?@?', [u.name, u.host]);
+        left.push(u.name);
+      }
       await c.end();
     } catch (err) {
       log(`could not drop MariaDB databases: ${(err as Error).message}`);
     }
-    if (left.length) log(`dropped ${left.length} database(s) the test files left behind`);
+    if (left.length) log(`dropped ${left.length} database(s), role(s) or user(s) the test files left behind`);
   };
 }

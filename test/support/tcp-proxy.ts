@@ -1,7 +1,8 @@
 /**
  * A TCP proxy on loopback in front of a server (a database), that a test can cut (every
- * connection reset, new ones refused) or freeze (connections accepted, nothing passes: a
- * black hole, as a network partition looks), then restore.
+ * connection reset, new ones refused), freeze (connections accepted, nothing passes: a
+ * black hole, as a network partition looks) or stall (the connections open now pass nothing,
+ * new ones pass: a firewall or NAT that lost its state for the flows it had), then restore.
  */
 import net, { type AddressInfo, type Socket } from 'node:net';
 
@@ -9,6 +10,7 @@ export interface TcpProxy {
   port: number;
   cut(): void;
   freeze(): void;
+  stall(): void;
   restore(): void;
   close(): Promise<void>;
 }
@@ -46,6 +48,14 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       mode = 'freeze';
       // Existing connections stop passing bytes too.
       for (const s of open) s.pause();
+    },
+    stall() {
+      // Neither end sees anything more from the other, not even a close.
+      for (const s of open) {
+        s.pause();
+        s.removeAllListeners('close');
+        s.unpipe();
+      }
     },
     restore() {
       mode = 'pass';

@@ -2,6 +2,11 @@
  * The narrow interface between the relay key source and a database: run one read-only statement,
  * close. One implementation per driver (pg, mysql2, better-sqlite3 in a worker thread), each with
  * a small pool and every wait bounded.
+ *
+ * Each driver keeps at most `poolSize` connections on the server whatever the database does: a
+ * statement past the query timeout is ended by the server itself (a client giving up alone would
+ * leave it running there, waiting on a lock, while the pool opened another), and a connection
+ * goes back to the pool, or is replaced, only once the server is done with it.
  */
 import type { RelayDsn } from './dsn.js';
 import type { Dialect, Statement } from './sql.js';
@@ -15,9 +20,15 @@ export interface RelayDbDriver {
 export interface DriverOptions {
   /** Connections at most (one worker thread for SQLite). */
   poolSize: number;
-  /** Bound on one statement, connecting included. */
+  /** Bound on one statement, connecting included; the server ends the statement past it. */
   queryTimeoutMs: number;
 }
+
+/**
+ * How long after the query timeout a caller still waits for the server's own answer (the
+ * statement cancelled, with its reason) before giving up without it.
+ */
+export const ANSWER_GRACE_MS = 250;
 
 export async function openDriver(dsn: RelayDsn, opts: DriverOptions): Promise<RelayDbDriver> {
   switch (dsn.dialect) {

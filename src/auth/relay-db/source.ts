@@ -10,14 +10,15 @@
  *   leave at the end of the event-loop turn, renewals wait up to `renewWindowMs` for company
  *   (1 s, or an eighth of `maxAgeMs` when that is shorter);
  * - at most `poolSize` statements run at once, and at most `maxQueued` keys wait: past that a
- *   lookup fails at once (the request gets 503 and Retry-After, as in an outage).
+ *   lookup fails at once (the request gets 503 and Retry-After, as in an outage); a request waits
+ *   at most `queryTimeoutMs` in all, queue included.
  * Nothing here keeps a key: the queue holds a key's body only until its statement is sent.
  */
 import type { Logger } from 'pino';
 import type { KeySource, SourceAnswer } from '../authenticator.js';
 import type { Clock } from '../../runtime/clock.js';
 import { describeRelayDsn, type RelayDsn } from './dsn.js';
-import { openDriver, withTimeout, type RelayDbDriver } from './driver.js';
+import { ANSWER_GRACE_MS, openDriver, withTimeout, type RelayDbDriver } from './driver.js';
 import { couldBeRelayKey, judgeToken, relayKeyBody, type TokenRow } from './rules.js';
 import { columnsStatement, detectSchema, tokenRow, tokensByKeyStatement, type RelaySchema, type SchemaShape } from './sql.js';
 
@@ -116,7 +117,9 @@ export class RelayKeySource implements KeySource {
   async find(key: string, hash: string, background: boolean): Promise<SourceAnswer> {
     const body = relayKeyBody(key);
     if (!couldBeRelayKey(body)) return 'unknown';
-    const row = await this.enqueue(body, background);
+    // A request waits at most the query timeout, also when its key queued behind busy connections.
+    const queued = this.enqueue(body, background);
+    const row = await (background ? queued : withTimeout(queued, this.o.queryTimeoutMs + ANSWER_GRACE_MS, 'a relay database lookup'));
     // The database compared the key its own way (MySQL's usual collations ignore case); the
     // batch hands a row only to the body it equals exactly.
     if (row === null) return 'unknown';
@@ -246,7 +249,7 @@ export class RelayKeySource implements KeySource {
   private async timed<T>(op: 'lookup' | 'schema', work: Promise<T>): Promise<T> {
     const start = performance.now();
     try {
-      const r = await withTimeout(work, this.o.queryTimeoutMs, 'a relay database statement');
+      const r = await withTimeout(work, this.o.queryTimeoutMs + ANSWER_GRACE_MS, 'a relay database statement');
       this.o.observe?.(op, (performance.now() - start) / 1000, false);
       return r;
     } catch (err) {

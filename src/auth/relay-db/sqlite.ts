@@ -1,7 +1,8 @@
 /**
  * The relay's SQLite file through better-sqlite3, which is synchronous: it runs in one worker
  * thread so a read (or a wait on the relay's write lock) never holds the event loop. The file is
- * opened read-only and must exist; a statement waits at most the query timeout for a lock.
+ * opened read-only and must exist; a statement waits at most the query timeout for a lock, counted
+ * from when it was asked (time spent queued behind another statement included).
  *
  * better-sqlite3 is an optional dependency (a native addon built from source): an install whose
  * build failed still runs for everyone not using SQLite, and naming a SQLite file then fails at
@@ -11,20 +12,25 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { ConfigError } from '../../answers/errors.js';
 import type { RelayDsn } from './dsn.js';
-import { withTimeout, type DriverOptions, type RelayDbDriver } from './driver.js';
+import { ANSWER_GRACE_MS, withTimeout, type DriverOptions, type RelayDbDriver } from './driver.js';
 
 /**
  * The worker's code, evaluated as CommonJS: the same text runs under tsx, vitest and the compiled
  * image, with no second file to locate. It opens the file lazily (and again after a failure), so
- * a file that appears later, or comes back, is picked up.
+ * a file that appears later, or comes back, is picked up. Statements run one at a time; each
+ * waits for the relay's lock only until its deadline (clock: timeOrigin + now, shared with the
+ * parent), and one whose deadline passed while it queued is not run: its caller has given up.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.module);
 let db = null;
-parentPort.on('message', ({ id, sql, params }) => {
+parentPort.on('message', ({ id, sql, params, deadline }) => {
   try {
-    if (db === null) db = new Database(workerData.path, { readonly: true, fileMustExist: true, timeout: workerData.busyMs });
+    const left = Math.floor(deadline - (performance.timeOrigin + performance.now()));
+    if (left < 1) throw new Error('the SQLite statement waited past the query timeout behind another');
+    if (db === null) db = new Database(workerData.path, { readonly: true, fileMustExist: true, timeout: left });
+    else db.pragma('busy_timeout = ' + left);
     const rows = db.prepare(sql).all(...params);
     parentPort.postMessage({ id, rows });
   } catch (err) {
@@ -71,7 +77,7 @@ export function openSqlite(dsn: Extract<RelayDsn, { dialect: 'sqlite' }>, opts: 
     if (worker) return worker;
     const w = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { module, path: dsn.path, busyMs: opts.queryTimeoutMs },
+      workerData: { module, path: dsn.path },
       // A worker of its own: none of the parent's --import hooks are needed for plain CommonJS.
       execArgv: [],
     });
@@ -102,10 +108,10 @@ export function openSqlite(dsn: Extract<RelayDsn, { dialect: 'sqlite' }>, opts: 
       const w = running();
       const id = next++;
       const answer = new Promise<Array<Record<string, unknown>>>((resolve, reject) => waiting.set(id, { resolve, reject }));
-      w.postMessage({ id, sql: s.sql, params: s.params });
-      // The worker answers every statement in order; one that outlives the bound is given up here
-      // (its answer, when it comes, finds no one waiting).
-      return withTimeout(answer, opts.queryTimeoutMs + 250, 'a SQLite statement').catch((err: Error) => {
+      w.postMessage({ id, sql: s.sql, params: s.params, deadline: performance.timeOrigin + performance.now() + opts.queryTimeoutMs });
+      // The worker answers every statement in order, each by its deadline; one that outlives it
+      // anyway (a slow disk) is given up here (its answer, when it comes, finds no one waiting).
+      return withTimeout(answer, opts.queryTimeoutMs + ANSWER_GRACE_MS, 'a SQLite statement').catch((err: Error) => {
         waiting.delete(id);
         throw err;
       });
