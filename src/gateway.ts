@@ -264,14 +264,26 @@ export function createGateway(d: GatewayDeps): Gateway {
     // 3. Authenticate.
     const presented = presentedKeys(req.headers, route, req.rawHeaders);
     const known = d.authenticator.cached(presented);
-    const auth = known ?? (await d.authenticator.authenticate(presented));
+    const auth = known ?? (await d.authenticator.authenticate(presented, t.ip));
     if (!auth.ok) {
       if (auth.reason === 'unavailable') {
         log.warn({ reqId: t.id, err: String(auth.error) }, 'key store unreachable and the key was not seen recently: cannot judge it');
         return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': '1' } });
       }
-      // A key judged from memory: the 401 leaves with the turn's other answers (src/http/turn-end.ts).
-      if (known !== null) await atTurnEnd();
+      // Lookups of unknown keys at this replica's ceiling (auth.unknownKeyLookupsPerSecond): the
+      // key may be a valid new one, so not 401. Logged by the guard, once a minute at most.
+      if (auth.reason === 'lookup_ceiling') {
+        metrics.keyLookupsRefused.inc({ reason: auth.reason });
+        t.reason = auth.reason;
+        return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': String(auth.retryAfterSeconds) } });
+      }
+      if (auth.reason === 'address_budget') {
+        metrics.keyLookupsRefused.inc({ reason: auth.reason });
+        t.reason = auth.reason;
+      }
+      // A key judged from memory (the cache, or a spent address budget): the 401 leaves with the
+      // turn's other answers (src/http/turn-end.ts).
+      if (known !== null || auth.reason === 'address_budget') await atTurnEnd();
       if (res.destroyed) return;
       return reject(res, t, 'unauthorized', Errors.UNAUTHORIZED);
     }

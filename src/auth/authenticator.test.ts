@@ -2,10 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../runtime/clock.js';
 import type { KeyChange } from '../store/types.js';
 import { Authenticator, type AuthenticatorOptions, type KeyIdentity, type KeySource } from './authenticator.js';
-import { hashKey } from './keys.js';
+import { hashKey, lookupKey } from './keys.js';
 
-const KEY = 'sk-test-key-0123456789abcdef';
-const OTHER = 'sk-other-key-0123456789abcdef';
+const KEY = 'sk-testkey0123456789abcdef';
+const OTHER = 'sk-otherkey0123456789abcdef';
 
 /** A key source whose answers the test releases by hand. */
 function manualSource(known: Map<string, KeyIdentity>) {
@@ -237,7 +237,8 @@ describe('Authenticator', () => {
         maxAgeMs,
         find: async (key, _hash, background) => {
           asked.push({ key, background });
-          return answers[key] ?? 'unknown';
+          // Sources are asked with the key as looked up (no sk-, no -suffix).
+          return answers[`sk-${key}`] ?? 'unknown';
         },
       };
       return { source, asked };
@@ -250,7 +251,7 @@ describe('Authenticator', () => {
       expect(await a.authenticate([KEY])).toMatchObject({ ok: true, identity: { user: '42' } });
       expect(registry.asked).toEqual([]);
       expect(await a.authenticate([OTHER])).toMatchObject({ ok: true, identity: { user: 'bob' } });
-      expect(relay.asked.map((q) => q.key)).toEqual([KEY, OTHER]);
+      expect(relay.asked.map((q) => q.key)).toEqual([lookupKey(KEY), lookupKey(OTHER)]);
     });
 
     it('takes a refusal from the first source as the verdict, whatever a later source knows', async () => {
@@ -271,13 +272,13 @@ describe('Authenticator', () => {
       expect(relay.asked).toHaveLength(1);
       clock.advance(600); // past three quarters of 10 s: renewed in the background, the request is answered now
       expect(a.cached([KEY])).toMatchObject({ ok: true });
-      expect(relay.asked.at(-1)).toEqual({ key: KEY, background: true });
+      expect(relay.asked.at(-1)).toEqual({ key: lookupKey(KEY), background: true });
       await settle();
       expect(relay.asked).toHaveLength(2);
       clock.advance(10_500); // not used since the renewal's answer, 10.5 s ago: not trusted from the cache any more
       expect(a.cached([KEY])).toBeNull();
       expect(await a.authenticate([KEY])).toMatchObject({ ok: true });
-      expect(relay.asked.at(-1)).toEqual({ key: KEY, background: false });
+      expect(relay.asked.at(-1)).toEqual({ key: lookupKey(KEY), background: false });
     });
   });
 
