@@ -85,7 +85,7 @@ describe('a random-key flood from one address, in front of a relay whose keys ar
     await fx?.drop();
   });
 
-  it('costs the database at most 20 statements a second, answers every flood request (the contract's 401, or 503 with Retry-After: none hangs), and keeps valid keys from another address under 50 ms at p99', async () => {
+  it("costs the database at most 20 statements a second, answers every flood request (the contract's 401, or 503 with Retry-After: none hangs), and keeps valid keys from another address under 50 ms at p99", async () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 2, localAddress: '127.0.0.3' });
     for (const k of keys) expect((await call(child.port, agent, k)).status).toBe(200);
     const before = await transactions(db);
