@@ -270,21 +270,20 @@ export function createGateway(d: GatewayDeps): Gateway {
         log.warn({ reqId: t.id, err: String(auth.error) }, 'key store unreachable and the key was not seen recently: cannot judge it');
         return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': '1' } });
       }
-      // Lookups of unknown keys at this replica's ceiling (auth.unknownKeyLookupsPerSecond): the
-      // key may be a valid new one, so not 401. Logged by the guard, once a minute at most.
-      if (auth.reason === 'lookup_ceiling') {
+      // A key the replica does not know, refused without a lookup (src/auth/lookup-guard.ts): the
+      // client address spent its failures (401), or the replica is at its ceiling (503: the key
+      // may be a valid new one). The access line and a counter say which.
+      const guarded = auth.reason === 'address_budget' || auth.reason === 'lookup_ceiling';
+      if (guarded) {
         metrics.keyLookupsRefused.inc({ reason: auth.reason });
         t.reason = auth.reason;
+      }
+      // A key judged from memory: the answer leaves with the turn's other answers (src/http/turn-end.ts).
+      if (known !== null || guarded) await atTurnEnd();
+      if (res.destroyed) return;
+      if (auth.reason === 'lookup_ceiling') {
         return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': String(auth.retryAfterSeconds) } });
       }
-      if (auth.reason === 'address_budget') {
-        metrics.keyLookupsRefused.inc({ reason: auth.reason });
-        t.reason = auth.reason;
-      }
-      // A key judged from memory (the cache, or a spent address budget): the 401 leaves with the
-      // turn's other answers (src/http/turn-end.ts).
-      if (known !== null || auth.reason === 'address_budget') await atTurnEnd();
-      if (res.destroyed) return;
       return reject(res, t, 'unauthorized', Errors.UNAUTHORIZED);
     }
     t.user = auth.identity.user;

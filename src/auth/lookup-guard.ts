@@ -96,9 +96,9 @@ export class LookupGuard {
     return {
       admitted: true,
       settle: (outcome) => {
-        if (settled || outcome === 'invalid') return;
+        if (settled) return;
         settled = true;
-        this.giveBack(address, perAddress);
+        if (outcome !== 'invalid') this.giveBack(address, perAddress);
       },
     };
   }
