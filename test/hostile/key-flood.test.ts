@@ -1,9 +1,9 @@
 /**
- * Hostile traffic, round two (issue 25, item 1): a client sending random keys must not cost the
- * relay's database a statement per request. sluice runs as its own process in front of a relay
- * whose keys are in PostgreSQL; one address floods random keys for 5 s over real sockets while
- * another calls with valid keys. Statements are counted by the server (pg_stat_database: each
- * lookup is one transaction), latency by the legitimate client.
+ * Hostile traffic, round two (issue 25, items 1 and 2): a client sending random keys, or a valid
+ * key with a random `-<suffix>` each time, must not cost the relay's database a statement per
+ * request. sluice runs as its own process in front of a relay whose keys are in PostgreSQL; one
+ * address floods over real sockets while another calls with valid keys. Statements are counted by
+ * the server (pg_stat_database: each lookup is one transaction), latency by the legitimate client.
  */
 import http from 'node:http';
 import pg from 'pg';
@@ -141,5 +141,47 @@ describe('a random-key flood from one address, in front of a relay whose keys ar
     // Under 50 ms; on a machine so loaded that the calls are slower than that without any flood,
     // the flood must at least not make them more than twice as slow.
     expect(p99).toBeLessThan(Math.max(50, 2 * quietP99));
+  });
+});
+
+describe("a valid key with a random suffix each time, from one address, in front of a relay whose keys are in PostgreSQL (sluice as its own process)", () => {
+  const SUFFIX_FLOOD_MS = 3000;
+  let relay: RelayStandin;
+  let fx: RelayDbFixture;
+  let child: ChildSluice;
+  let db: string;
+  let key: string;
+
+  beforeAll(async () => {
+    fx = await createRelayDb('postgres');
+    db = new URL(fx.dsn).pathname.slice(1);
+    key = (await fx.addToken(await fx.addUser())).key;
+    // An administrator's token: the relay gives it the channel its suffix asks for.
+    relay = await startRelayStandin({ quiet: true, maxRecorded: 10, adminKeys: [key] });
+    child = await startChildSluice({ relayUrl: relay.url, env: { SLUICE_RELAY_DB: fx.dsn } });
+  });
+  afterAll(async () => {
+    await child?.close();
+    await relay?.close();
+    await fx?.drop();
+  });
+
+  it('costs the database no statement per variant: they are the one key the relay looks up, and each reaches the relay as sent', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1, localAddress: '127.0.0.3' });
+    expect((await call(child.port, agent, `sk-${key}`)).status).toBe(200);
+    agent.destroy();
+    const before = await transactions(db);
+    const flood = await runFlood({ port: child.port, from: '127.0.0.2', connections: 16, durationMs: SUFFIX_FLOOD_MS, keys: { suffixed: `sk-${key}` } });
+    await child.close();
+    const statements = (await settledTransactions(db)) - before;
+    console.info(
+      `[hostile suffix flood] ${flood.sent} variants of one valid key in ${SUFFIX_FLOOD_MS / 1000} s (${Math.round(flood.sent / (SUFFIX_FLOOD_MS / 1000))}/s), statuses ${JSON.stringify(flood.statuses)}; ${statements} statements`,
+    );
+    expect(flood.sent).toBeGreaterThan(500);
+    expect(flood.statuses).toEqual({ 200: flood.sent });
+    expect(relay.requests.at(-1)!.key).toMatch(new RegExp(`^sk-${key}-[0-9A-Za-z]{12}$`));
+    expect(relay.requests.at(-1)).toMatchObject({ tokenKey: key, channel: expect.stringMatching(/^[0-9A-Za-z]{12}$/) });
+    // The warm-up's own lookup may land in the count; a lookup per variant would be thousands.
+    expect(statements).toBeLessThanOrEqual(3);
   });
 });
