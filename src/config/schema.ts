@@ -125,7 +125,7 @@ export const SETTINGS = Type.Object({
         description:
           'Per replica: lookups of keys it does not know that may end without a valid key, per second; past it such a key gets 503 `store_unavailable` with Retry-After (it may be a valid new key). Lookups in flight count; one that finds a valid key gives its place back (0: no ceiling).',
       }),
-      unknownKeyLookupBurst: int(1, 1_000_000, 200, { description: '...and at most this many at once.' }),
+      unknownKeyLookupBurst: int(1, 1_000_000, 500, { description: "...and at most this many at once (one relay-database statement holds up to 500 keys). Lookups in flight hold a place, valid keys too: a new replica meeting its clients' keys all at once needs room here." }),
     },
     { description: 'What a flood of wrong keys may cost the key stores (docs/authentication.md).' },
   ),
