@@ -38,8 +38,9 @@ export interface KeySource {
   readonly staleMs?: number;
   /**
    * `key` is the key as looked up (lookupKey of the presented key: no `sk-`, no `-<suffix>`), for
-   * sources that must query by it (it is not kept); `hash` its hashKey. `background` says no request waits for this answer (a renewal ahead of expiry), so
-   * the source may gather it with others before asking.
+   * sources that must query by it (it is not kept); `hash` its hashKey. `background` says no
+   * request waits for this answer (a renewal ahead of expiry), so the source may gather it with
+   * others before asking.
    */
   find(key: string, hash: string, background: boolean): Promise<SourceAnswer>;
   /** A request now waits for a lookup asked as `background`: ask without further delay. */
@@ -212,9 +213,14 @@ export class Authenticator {
     if (hit) return hit.identity;
     // A key seen valid (its answer aged, or was flushed) and a lookup already under way cost no
     // new unknown lookup; anything else asks the guard first.
-    if (this.guard === undefined || address === undefined || this.pending.has(hash) || this.cache.get(hash)?.identity) return this.ask(hash, key, false);
+    const known = this.pending.has(hash) || this.cache.get(hash)?.identity;
+    if (this.guard === undefined || address === undefined || known) return this.ask(hash, key, false);
     const admission = this.guard.admit(address);
-    if (!admission.admitted) return admission.reason === 'address_budget' ? { ok: false, reason: 'address_budget' } : { ok: false, reason: 'lookup_ceiling', retryAfterSeconds: admission.retryAfterSeconds };
+    if (!admission.admitted) {
+      return admission.reason === 'address_budget'
+        ? { ok: false, reason: 'address_budget' }
+        : { ok: false, reason: 'lookup_ceiling', retryAfterSeconds: admission.retryAfterSeconds };
+    }
     const answer = this.ask(hash, key, false);
     answer.then(
       (identity) => admission.settle(identity ? 'valid' : 'invalid'),

@@ -91,6 +91,7 @@ export class LookupGuard {
       }
       this.replica.tokens -= 1;
     }
+    const fromReplica = s.unknownKeyLookupsPerSecond > 0;
     if (bucket) this.take(address, bucket, s);
     let settled = false;
     return {
@@ -98,7 +99,7 @@ export class LookupGuard {
       settle: (outcome) => {
         if (settled) return;
         settled = true;
-        if (outcome !== 'invalid') this.giveBack(address, perAddress);
+        if (outcome !== 'invalid') this.giveBack(address, perAddress, fromReplica);
       },
     };
   }
@@ -124,14 +125,15 @@ export class LookupGuard {
     this.addresses.set(address, b);
   }
 
-  private giveBack(address: string, fromAddress: boolean): void {
+  /** Gives back what a lookup took (settings may have changed since: a budget turned off takes nothing back). */
+  private giveBack(address: string, fromAddress: boolean, fromReplica: boolean): void {
     const s = this.settings();
     const now = this.clock.now();
-    if (s.unknownKeyLookupsPerSecond > 0) {
+    if (fromReplica && s.unknownKeyLookupsPerSecond > 0) {
       refill(this.replica, s.unknownKeyLookupBurst, s.unknownKeyLookupsPerSecond / 1000, now);
       this.replica.tokens = Math.min(s.unknownKeyLookupBurst, this.replica.tokens + 1);
     }
-    if (!fromAddress) return;
+    if (!fromAddress || s.failuresPerAddress <= 0) return;
     const b = this.addresses.get(address);
     if (b === undefined) return;
     refill(b, s.failuresPerAddress, s.failuresPerAddress / (s.failureWindowSeconds * 1000), now);
