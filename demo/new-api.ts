@@ -3,7 +3,8 @@
  * own code (router/relay-router.go, router/video-router.go, middleware/distributor.go,
  * middleware/auth.go, middleware/cors.go, common/gin.go, controller/model.go) so that a client, or
  * sluice in front, cannot tell the stand-in from the relay where these matter:
- * - which key new-api authenticates, from which header (TokenAuth);
+ * - which key new-api authenticates, from which header, and the channel a `-<n>` after it asks
+ *   for (TokenAuth);
  * - which model its distributor reads, from the route, the Content-Type and the body, and the
  *   400s it answers when it cannot;
  * - its CORS headers on preflights and on ordinary answers;
@@ -119,6 +120,30 @@ export function tokenAuthKey(path: string, rawQuery: string, h: IncomingHttpHead
     if (auth.startsWith('Bearer ') || auth.startsWith('bearer ')) auth = auth.slice(7).trim();
   }
   return auth;
+}
+
+/**
+ * What TokenAuth does with the token once it has it: one leading `sk-` trimmed, then split on
+ * `-`. The first part is the key it looks up (model.ValidateUserToken); a second part asks for
+ * that channel (SetupContextForToken), which only an administrator's token may: anyone else gets
+ * 403 with CHANNEL_FORBIDDEN. Further parts are ignored.
+ */
+export function tokenKeyParts(token: string): { key: string; channel: string | null } {
+  const parts = (token.startsWith('sk-') ? token.slice(3) : token).split('-');
+  return { key: parts[0]!, channel: parts.length > 1 ? parts[1]! : null };
+}
+
+/** SetupContextForToken's answer (403) to a channel asked for by a token not an administrator's. */
+export const CHANNEL_FORBIDDEN = '普通用户不支持指定渠道';
+
+/**
+ * Whether TokenAuth (and so SetupContextForToken) runs on this path: the relay routes under
+ * `/v1`, `/v1beta`, `/suno`, `/kling`, `/jimeng`, Midjourney's `/mj` and `/<mode>/mj`, and the
+ * dashboard's `/dashboard/billing`. Not `/pg` (the console's session) nor `/api/*` (the usage
+ * endpoints' TokenAuthReadOnly looks the key up the same way but asks for no channel).
+ */
+export function runsTokenAuth(path: string): boolean {
+  return /^\/(v1|v1beta|suno|kling|jimeng|dashboard)\//.test(path) || /^(\/[^/]+)?\/mj\//.test(path);
 }
 
 // ---------------------------------------------------------------------------------------------

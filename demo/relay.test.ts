@@ -13,7 +13,7 @@ import { expectStandinMessageStream, expectStandinModelList } from '../test/supp
 import { STANDIN_MODELS, STANDIN_TEXT, standinDeltas, startRelayStandin } from './relay.js';
 import type { RelayStandin } from './relay.js';
 
-const KEY = 'sk-test-key';
+const KEY = 'sk-testkey';
 
 let relay: RelayStandin;
 let openai: OpenAI;
@@ -613,6 +613,35 @@ describe('new-api rules the stand-in keeps (demo/new-api.ts)', () => {
     expect(await at('/v1/models/x:generateContent?key=sk-q', { authorization: 'Bearer sk-a', 'x-goog-api-key': 'sk-g' })).toBe('sk-g');
     expect(await at('/v1/models?key=sk-q', { authorization: 'Bearer sk-a', 'x-goog-api-key': 'sk-g' })).toBe('sk-a');
     expect(await at('/v1/chat/completions', { authorization: 'Bearer sk-a', 'sec-websocket-protocol': 'realtime, openai-insecure-api-key.sk-w' })).toBe('sk-w');
+  });
+
+  it('looks up the part before the first "-" and answers a channel asked for by a non-administrator 403, as TokenAuth does', async () => {
+    const admin = await startRelayStandin({ quiet: true, adminKeys: ['boss'] });
+    try {
+      const call = async (base: string, path: string, key: string) => {
+        const res = await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"model":"gpt-4o"}' });
+        return { status: res.status, channelHeader: res.headers.get('specific_channel_version'), body: (await res.json()) as { error?: { code: string; message: string; type: string } } };
+      };
+      const refused = await call(relay.url, '/v1/chat/completions', 'sk-abc-7');
+      expect(refused.status).toBe(403);
+      expect(refused.channelHeader).toBe('701e3ae1dc3f7975556d354e0675168d004891c8');
+      expect(Object.keys(refused.body.error!)).toEqual(['code', 'message', 'type']);
+      expect(refused.body.error).toMatchObject({ code: '', type: 'new_api_error' });
+      expect(refused.body.error!.message).toMatch(/^普通用户不支持指定渠道 \(request id: \w+\)$/);
+      expect(lastRequest(relay)).toMatchObject({ key: 'sk-abc-7', tokenKey: 'abc', channel: '7' });
+      // An empty suffix still asks for a channel (Go's Split gives two parts); a third part is ignored.
+      expect((await call(relay.url, '/v1/chat/completions', 'abc-')).status).toBe(403);
+      expect(lastRequest(relay)).toMatchObject({ tokenKey: 'abc', channel: '' });
+      expect((await call(relay.url, '/v1/chat/completions', 'sk-abc')).status).toBe(200);
+      expect(lastRequest(relay)).toMatchObject({ tokenKey: 'abc', channel: null });
+      // An administrator's token gets its channel; the usage endpoints and the console's playground ask for none.
+      expect((await call(admin.url, '/v1/chat/completions', 'sk-boss-7-x')).status).toBe(200);
+      expect(admin.requests.at(-1)).toMatchObject({ tokenKey: 'boss', channel: '7' });
+      expect((await fetch(`${relay.url}/api/usage/token/`, { headers: { authorization: 'Bearer sk-abc-7' } })).status).toBe(200);
+      expect((await call(relay.url, '/pg/chat/completions', 'sk-abc-7')).status).toBe(200);
+    } finally {
+      await admin.close();
+    }
   });
 
   it("answers GET /v1/models in the format new-api picks by headers", async () => {

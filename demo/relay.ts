@@ -26,7 +26,10 @@ import {
   retrieveModel,
   routeHasCors,
   routingPath,
+  runsTokenAuth,
   tokenAuthKey,
+  tokenKeyParts,
+  CHANNEL_FORBIDDEN,
   type Distributed,
 } from './new-api.js';
 
@@ -45,6 +48,9 @@ export interface RecordedRequest {
   modelError: string | undefined;
   /** The token new-api's TokenAuth would validate ('' for none), from whichever header it reads. */
   key: string;
+  /** The part of it the relay looks up (no `sk-`, nothing from the first `-` on), and the channel a `-<n>` asks for. */
+  tokenKey: string;
+  channel: string | null;
 }
 
 export interface RelayBehaviour {
@@ -97,6 +103,11 @@ export interface RelayStandinOptions {
   quiet?: boolean;
   /** Keep only the newest N recorded requests (default: unlimited). Benchmarks should set this. */
   maxRecorded?: number;
+  /**
+   * Keys (as the relay looks them up: no `sk-`) of administrators, whose `sk-<key>-<n>` asks for
+   * channel n; any other key with a channel gets new-api's 403 where TokenAuth runs (default: none).
+   */
+  adminKeys?: readonly string[];
 }
 
 /** The text every default answer carries; a stream's deltas concatenate to exactly this. */
@@ -112,6 +123,8 @@ export const STANDIN_MODELS: readonly string[] = [
 ];
 
 const DEFAULT_SSE_EVENTS = 3;
+/** The header new-api sets on its 403 to a channel a user's token asked for (middleware/auth.go). */
+const SPECIFIC_CHANNEL_VERSION = '701e3ae1dc3f7975556d354e0675168d004891c8';
 const COMPLETION_TOKENS = 8;
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -158,6 +171,7 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
   const host = opts.host ?? '127.0.0.1';
   const quiet = opts.quiet ?? false;
   const maxRecorded = opts.maxRecorded ?? Infinity;
+  const adminKeys = new Set(opts.adminKeys ?? []);
 
   const requests: RecordedRequest[] = [];
   let started = 0;
@@ -216,8 +230,12 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
         closedEarly: false,
         model: r.dist.kind === 'model' ? r.dist.model : undefined,
         modelError: r.dist.kind === 'error' ? r.dist.message : undefined,
-        key: tokenAuthKey(r.path, r.query, req.headers),
+        key: '',
+        tokenKey: '',
+        channel: null,
       };
+      rec.key = tokenAuthKey(r.path, r.query, req.headers);
+      ({ key: rec.tokenKey, channel: rec.channel } = tokenKeyParts(rec.key));
       requests.push(rec);
       if (requests.length > maxRecorded) requests.splice(0, requests.length - maxRecorded);
       // The CORS middleware answers every cross-origin OPTIONS (new-api routes no OPTIONS): its 404 chain runs it too.
@@ -290,6 +308,12 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
       return;
     }
 
+    // TokenAuth refuses a channel asked for by a token not an administrator's, before the distributor reads anything.
+    if (rec.channel !== null && rec.method !== 'OPTIONS' && runsTokenAuth(ex.path) && !adminKeys.has(rec.tokenKey)) {
+      ex.res.setHeader('specific_channel_version', SPECIFIC_CHANNEL_VERSION);
+      sendJson(ex, 403, newApiErrorBody(ex, CHANNEL_FORBIDDEN));
+      return;
+    }
     const ans = defaultAnswer(ex, b.sseEvents ?? DEFAULT_SSE_EVENTS);
     if (ans.kind === 'json') {
       sendJson(ex, b.status ?? ans.status, ans.body);
@@ -527,7 +551,11 @@ const NOT_IMPLEMENTED = new Set(['/v1/images/variations', '/v1/files', '/v1/fine
 
 /** new-api's answer for a request its middleware refuses: `{"error":{"code","message","type"}}`, keys sorted. */
 function newApiError(ex: Exchange, status: number, message: string): Answer {
-  return { kind: 'json', status, body: { error: { code: '', message: `${message} (request id: ${ex.requestId})`, type: 'new_api_error' } } };
+  return { kind: 'json', status, body: newApiErrorBody(ex, message) };
+}
+
+function newApiErrorBody(ex: Exchange, message: string): unknown {
+  return { error: { code: '', message: `${message} (request id: ${ex.requestId})`, type: 'new_api_error' } };
 }
 
 function defaultAnswer(ex: Exchange, n: number): Answer {

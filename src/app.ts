@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { createAdminHandler } from './admin/server.js';
 import { KeyService } from './admin/keys.js';
 import { Authenticator, storeKeySource, type AuthenticatorOptions, type KeySource } from './auth/authenticator.js';
+import { LookupGuard } from './auth/lookup-guard.js';
 import { RelayKeySource } from './auth/relay-db/source.js';
 import { sqliteModulePath } from './auth/relay-db/sqlite.js';
 import { BodyBudget } from './http/body-budget.js';
@@ -137,7 +138,10 @@ export function createSluice(opts: SluiceOptions): Sluice {
   // refused, whatever sluice's registry says); the registry answers for keys it does not hold.
   const sources: KeySource[] = [storeKeySource(store, timed)];
   if (relayKeys) sources.unshift(relayKeys);
-  const authenticator = new Authenticator(sources, clock, opts.auth);
+  // Lookups of unknown keys are bounded where they cost a round trip (Redis, the relay's database);
+  // in the embedded store a lookup costs nothing.
+  const guard = relayKeys !== null || store.kind === 'redis' ? new LookupGuard(() => config.auth, clock, log) : undefined;
+  const authenticator = new Authenticator(sources, clock, { guard, ...opts.auth });
   const budget = new BodyBudget(config.bodyBudgetBytes);
   metrics.bodyBytes(
     () => budget.used,

@@ -268,15 +268,26 @@ export function createGateway(d: GatewayDeps): Gateway {
     // 3. Authenticate.
     const presented = presentedKeys(req.headers, route, req.rawHeaders);
     const known = d.authenticator.cached(presented);
-    const auth = known ?? (await d.authenticator.authenticate(presented));
+    const auth = known ?? (await d.authenticator.authenticate(presented, t.ip));
     if (!auth.ok) {
       if (auth.reason === 'unavailable') {
         log.warn({ reqId: t.id, err: String(auth.error) }, 'key store unreachable and the key was not seen recently: cannot judge it');
         return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': '1' } });
       }
-      // A key judged from memory: the 401 leaves with the turn's other answers (src/http/turn-end.ts).
-      if (known !== null) await atTurnEnd();
+      // A key the replica does not know, refused without a lookup (src/auth/lookup-guard.ts): the
+      // client address spent its failures (401), or the replica is at its ceiling (503: the key
+      // may be a valid new one). The access line and a counter say which.
+      const guarded = auth.reason === 'address_budget' || auth.reason === 'lookup_ceiling';
+      if (guarded) {
+        metrics.keyLookupsRefused.inc({ reason: auth.reason });
+        t.reason = auth.reason;
+      }
+      // A key judged from memory: the answer leaves with the turn's other answers (src/http/turn-end.ts).
+      if (known !== null || guarded) await atTurnEnd();
       if (res.destroyed) return;
+      if (auth.reason === 'lookup_ceiling') {
+        return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': String(auth.retryAfterSeconds) } });
+      }
       return reject(res, t, 'unauthorized', Errors.UNAUTHORIZED);
     }
     t.user = auth.identity.user;

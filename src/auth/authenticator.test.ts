@@ -2,10 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../runtime/clock.js';
 import type { KeyChange } from '../store/types.js';
 import { Authenticator, type AuthenticatorOptions, type KeyIdentity, type KeySource } from './authenticator.js';
-import { hashKey } from './keys.js';
+import { hashKey, lookupKey } from './keys.js';
+import { LookupGuard } from './lookup-guard.js';
+import { DEFAULTS, type AuthConfig } from '../config/index.js';
 
-const KEY = 'sk-test-key-0123456789abcdef';
-const OTHER = 'sk-other-key-0123456789abcdef';
+const KEY = 'sk-testkey0123456789abcdef';
+const OTHER = 'sk-otherkey0123456789abcdef';
 
 /** A key source whose answers the test releases by hand. */
 function manualSource(known: Map<string, KeyIdentity>) {
@@ -237,7 +239,8 @@ describe('Authenticator', () => {
         maxAgeMs,
         find: async (key, _hash, background) => {
           asked.push({ key, background });
-          return answers[key] ?? 'unknown';
+          // Sources are asked with the key as looked up (no sk-, no -suffix).
+          return answers[`sk-${key}`] ?? 'unknown';
         },
       };
       return { source, asked };
@@ -250,7 +253,7 @@ describe('Authenticator', () => {
       expect(await a.authenticate([KEY])).toMatchObject({ ok: true, identity: { user: '42' } });
       expect(registry.asked).toEqual([]);
       expect(await a.authenticate([OTHER])).toMatchObject({ ok: true, identity: { user: 'bob' } });
-      expect(relay.asked.map((q) => q.key)).toEqual([KEY, OTHER]);
+      expect(relay.asked.map((q) => q.key)).toEqual([lookupKey(KEY), lookupKey(OTHER)]);
     });
 
     it('takes a refusal from the first source as the verdict, whatever a later source knows', async () => {
@@ -271,13 +274,13 @@ describe('Authenticator', () => {
       expect(relay.asked).toHaveLength(1);
       clock.advance(600); // past three quarters of 10 s: renewed in the background, the request is answered now
       expect(a.cached([KEY])).toMatchObject({ ok: true });
-      expect(relay.asked.at(-1)).toEqual({ key: KEY, background: true });
+      expect(relay.asked.at(-1)).toEqual({ key: lookupKey(KEY), background: true });
       await settle();
       expect(relay.asked).toHaveLength(2);
       clock.advance(10_500); // not used since the renewal's answer, 10.5 s ago: not trusted from the cache any more
       expect(a.cached([KEY])).toBeNull();
       expect(await a.authenticate([KEY])).toMatchObject({ ok: true });
-      expect(relay.asked.at(-1)).toEqual({ key: KEY, background: false });
+      expect(relay.asked.at(-1)).toEqual({ key: lookupKey(KEY), background: false });
     });
   });
 
@@ -357,6 +360,71 @@ describe('Authenticator', () => {
       await settle();
       clock.advance(60_000);
       expect(a.cached([KEY])).toBeNull();
+    });
+  });
+  describe('a key as the relay looks it up (issue 25, item 2)', () => {
+    it('asks the source once for every suffix variant of a key, with the part before the suffix, and caches them as one', async () => {
+      const m = manualSource(new Map([[hashKey(KEY), alice(KEY)]]));
+      const keys: string[] = [];
+      const a = new Authenticator([{ ...m.source, find: (k, h, b) => (keys.push(k), m.source.find(k, h, b)) }], new ManualClock());
+      const first = a.authenticate([`${KEY}-1`]);
+      const second = a.authenticate([`${KEY}-2`]); // joins the lookup under way
+      m.release();
+      expect(await first).toMatchObject({ ok: true, key: `${KEY}-1` });
+      expect(await second).toMatchObject({ ok: true, key: `${KEY}-2` });
+      expect(a.cached([`${KEY}-3`, KEY.slice(3)])).toMatchObject({ ok: true, key: `${KEY}-3` });
+      expect(keys).toEqual([lookupKey(KEY)]);
+    });
+
+    it('refuses a key with nothing before its "-" without asking', async () => {
+      const m = manualSource(new Map());
+      const a = new Authenticator([{ ...m.source, find: () => Promise.reject(new Error('asked')) }], new ManualClock());
+      expect(await a.authenticate(['sk--abc'])).toEqual({ ok: false, reason: 'invalid' });
+      expect(a.cached(['-abc'])).toEqual({ ok: false, reason: 'invalid' });
+    });
+  });
+
+  describe('the lookup guard (issue 25, item 1)', () => {
+    const guarded = (auth: Partial<AuthConfig>) => {
+      const clock = new ManualClock();
+      const m = manualSource(new Map([[hashKey(KEY), alice(KEY)]]));
+      let asked = 0;
+      const source: KeySource = { ...m.source, find: (k, h, b) => (asked++, m.source.find(k, h, b)) };
+      const guard = new LookupGuard(() => ({ ...DEFAULTS.auth, ...auth }), clock);
+      const a = new Authenticator([source], clock, { guard, positiveTtlMs: 1000, negativeTtlMs: 10 });
+      const ask = async (keys: string[], address: string) => {
+        const p = a.authenticate(keys, address);
+        await settle();
+        m.release();
+        return p;
+      };
+      return { clock, m, a, ask, asked: () => asked };
+    };
+
+    it("refuses an address's unknown keys without a lookup once its failures are spent, but still looks up a key seen valid", async () => {
+      const { clock, ask, asked } = guarded({ failuresPerAddress: 2, unknownKeyLookupsPerSecond: 0 });
+      expect(await ask([KEY], '10.0.0.1')).toMatchObject({ ok: true });
+      expect(await ask([OTHER], '10.0.0.1')).toEqual({ ok: false, reason: 'invalid' });
+      expect(await ask(['sk-nope'], '10.0.0.1')).toEqual({ ok: false, reason: 'invalid' });
+      expect(asked()).toBe(3);
+      expect(await ask(['sk-nope2'], '10.0.0.1')).toEqual({ ok: false, reason: 'address_budget' });
+      expect(await ask([KEY, 'sk-nope3'], '10.0.0.1')).toEqual({ ok: false, reason: 'address_budget' });
+      expect(asked()).toBe(3);
+      clock.advance(5000); // KEY's answer is too old to trust: it is asked again, guard or not
+      expect(await ask([KEY], '10.0.0.1')).toMatchObject({ ok: true });
+      expect(asked()).toBe(4);
+      expect(await ask(['sk-nope4'], '10.0.0.2')).toEqual({ ok: false, reason: 'invalid' });
+    });
+
+    it('answers past the ceiling with its Retry-After, and a key seen valid before a flush is still not an unknown one', async () => {
+      const { m, a, ask, asked } = guarded({ failuresPerAddress: 0, unknownKeyLookupsPerSecond: 1, unknownKeyLookupBurst: 1 });
+      expect(await ask([KEY], 'a')).toMatchObject({ ok: true }); // a valid key gives its place back
+      expect(await ask([OTHER], 'b')).toEqual({ ok: false, reason: 'invalid' });
+      expect(await ask(['sk-nope'], 'c')).toEqual({ ok: false, reason: 'lookup_ceiling', retryAfterSeconds: 1 });
+      m.change({ type: 'flush' });
+      expect(a.cached([KEY])).toBeNull(); // not trusted any more...
+      expect(await ask([KEY], 'c')).toMatchObject({ ok: true }); // ...but known: looked up past the ceiling
+      expect(asked()).toBe(3);
     });
   });
 });

@@ -5,10 +5,16 @@
  * source may bound how long its answers are trusted (the relay's database: a console change is
  * seen within that bound), and during an outage a key seen recently keeps working while an
  * unknown one cannot be judged. The cache holds hashes, never keys.
+ *
+ * A key is cached and looked up by what the relay looks up (keys.ts, lookupKey): `sk-<key>-<n>`
+ * is `<key>`, so suffix variants share one entry and one lookup. Lookups of keys the replica does
+ * not know cost a store round trip each: the lookup guard (lookup-guard.ts) bounds them per client
+ * address and per replica.
  */
 import type { Clock } from '../runtime/clock.js';
 import type { KeyChange, KeyRecord } from '../store/types.js';
-import { hashKey, sameHash } from './keys.js';
+import { hashKey, lookupKey, sameHash } from './keys.js';
+import type { LookupGuard } from './lookup-guard.js';
 
 export interface KeyIdentity {
   id: string;
@@ -31,9 +37,10 @@ export interface KeySource {
   /** How long a key this source found keeps working while no source can be asked (default: the authenticator's). */
   readonly staleMs?: number;
   /**
-   * `key` is the presented key (for sources that must query by it; it is not kept), `hash` its
-   * hashKey. `background` says no request waits for this answer (a renewal ahead of expiry), so
-   * the source may gather it with others before asking.
+   * `key` is the key as looked up (lookupKey of the presented key: no `sk-`, no `-<suffix>`), for
+   * sources that must query by it (it is not kept); `hash` its hashKey. `background` says no
+   * request waits for this answer (a renewal ahead of expiry), so the source may gather it with
+   * others before asking.
    */
   find(key: string, hash: string, background: boolean): Promise<SourceAnswer>;
   /** A request now waits for a lookup asked as `background`: ask without further delay. */
@@ -44,6 +51,10 @@ export interface KeySource {
 export type AuthResult =
   | { ok: true; identity: KeyIdentity; key: string }
   | { ok: false; reason: 'missing' | 'invalid' | 'conflict' }
+  /** The client address spent its budget of failed lookups: an unknown key is refused without one. */
+  | { ok: false; reason: 'address_budget' }
+  /** The replica's ceiling on lookups of unknown keys is reached: the key's validity is unknown. */
+  | { ok: false; reason: 'lookup_ceiling'; retryAfterSeconds: number }
   /** No source could answer: the key's validity is unknown. */
   | { ok: false; reason: 'unavailable'; error: unknown };
 
@@ -62,6 +73,8 @@ export interface AuthenticatorOptions {
   /** How long a key seen valid keeps authenticating while the sources are unreachable. */
   staleTtlMs?: number;
   maxEntries?: number;
+  /** Bounds lookups of keys the replica does not know (none: every lookup is made). */
+  guard?: LookupGuard;
 }
 
 interface Lookup {
@@ -108,6 +121,7 @@ export class Authenticator {
   private readonly negativeTtl: number;
   private readonly staleTtl: number;
   private readonly maxEntries: number;
+  private readonly guard: LookupGuard | undefined;
 
   constructor(
     private readonly sources: readonly KeySource[],
@@ -119,12 +133,16 @@ export class Authenticator {
     this.negativeTtl = opts.negativeTtlMs ?? 2_000;
     this.staleTtl = opts.staleTtlMs ?? 15 * 60_000;
     this.maxEntries = opts.maxEntries ?? 50_000;
+    this.guard = opts.guard;
     for (const s of sources) s.onChange?.((c) => this.onChange(c));
   }
 
   onChange(c: KeyChange): void {
     if (c.type === 'flush') {
-      this.cache.clear();
+      // Every answer is untrusted from now on (a lookup must confirm it, and none serves stale),
+      // but the entries stay: a key seen valid is still known to the lookup guard, so that a flush
+      // does not send every key in use through the budgets for unknown keys at once.
+      for (const e of this.cache.values()) e.at = -Infinity;
       // Lookups under way may have been answered before changes the disconnect hid: their answers
       // serve the requests already waiting but are not kept, and later requests start their own.
       for (const lookup of this.pending.values()) lookup.raced = 'flush';
@@ -154,7 +172,8 @@ export class Authenticator {
   cached(presented: readonly string[]): AuthResult | null {
     const now = this.clock.now();
     const identities: KeyIdentity[] = [];
-    for (const key of presented) {
+    for (const presentedKey of presented) {
+      const key = lookupKey(presentedKey);
       if (!plausible(key)) break;
       const hash = hashKey(key);
       const hit = this.fresh(hash, now);
@@ -169,28 +188,45 @@ export class Authenticator {
 
   /**
    * Every presented key must be valid, and all must name the same key owner;
-   * a wrong key beside a valid one fails.
+   * a wrong key beside a valid one fails. `address` is the client's, for the lookup guard.
    */
-  async authenticate(presented: readonly string[]): Promise<AuthResult> {
+  async authenticate(presented: readonly string[], address?: string): Promise<AuthResult> {
     const identities: KeyIdentity[] = [];
-    for (const key of presented) {
+    for (const presentedKey of presented) {
+      const key = lookupKey(presentedKey);
       if (!plausible(key)) break;
-      let identity: KeyIdentity | null;
+      let identity: KeyIdentity | null | Refused;
       try {
-        identity = await this.lookup(hashKey(key), key);
+        identity = await this.lookup(hashKey(key), key, address);
       } catch (error) {
         return { ok: false, reason: 'unavailable', error };
       }
-      if (!identity) break;
+      if (identity === null) break;
+      if ('reason' in identity) return identity;
       identities.push(identity);
     }
     return judge(presented, identities);
   }
 
-  private async lookup(hash: string, key: string): Promise<KeyIdentity | null> {
+  private async lookup(hash: string, key: string, address: string | undefined): Promise<KeyIdentity | null | Refused> {
     const hit = this.fresh(hash, this.clock.now());
     if (hit) return hit.identity;
-    return this.ask(hash, key, false);
+    // A key seen valid (its answer aged, or was flushed) and a lookup already under way cost no
+    // new unknown lookup; anything else asks the guard first.
+    const known = this.pending.has(hash) || this.cache.get(hash)?.identity;
+    if (this.guard === undefined || address === undefined || known) return this.ask(hash, key, false);
+    const admission = this.guard.admit(address);
+    if (!admission.admitted) {
+      return admission.reason === 'address_budget'
+        ? { ok: false, reason: 'address_budget' }
+        : { ok: false, reason: 'lookup_ceiling', retryAfterSeconds: admission.retryAfterSeconds };
+    }
+    const answer = this.ask(hash, key, false);
+    answer.then(
+      (identity) => admission.settle(identity ? 'valid' : 'invalid'),
+      () => admission.settle('failed'),
+    );
+    return answer;
   }
 
   /**
@@ -286,9 +322,12 @@ export class Authenticator {
   }
 }
 
-/** An empty header value or a bare `sk-` can never be a key: no lookup for it. */
+/** A refusal without a lookup (the lookup guard's). */
+type Refused = Extract<AuthResult, { reason: 'address_budget' | 'lookup_ceiling' }>;
+
+/** An empty key as looked up (an empty header value, a bare `sk-`, `sk--3`) can never be a key: no lookup for it. */
 function plausible(key: string): boolean {
-  return key !== '' && key !== 'sk-';
+  return key !== '';
 }
 
 /**

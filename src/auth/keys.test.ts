@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { generateKey, hashKey, validImportedKey } from './keys.js';
+import { generateKey, hashKey, lookupKey, validImportedKey } from './keys.js';
 
 describe('validImportedKey', () => {
   it('accepts a key with or without its one optional sk-', () => {
@@ -14,10 +14,37 @@ describe('validImportedKey', () => {
     expect(hashKey('sk-sk-abcdefghijklmnop0123')).not.toBe(hashKey('abcdefghijklmnop0123'));
   });
 
+  it('refuses a key holding "-", which the relay and sluice would cut there (sk-<key>-<n> asks for channel n)', () => {
+    expect(validImportedKey('sk-proj-abcdefghijklmnop0123')).toMatch(/must not contain "-"/);
+    expect(validImportedKey('abcdefghijklmnop-0123')).toMatch(/must not contain "-"/);
+  });
+
   it('refuses short, long and non-visible keys', () => {
     expect(validImportedKey('sk-short')).toMatch(/at least 16/);
     expect(validImportedKey('x'.repeat(257))).toMatch(/at most 256/);
     expect(validImportedKey('abcdefghijklmnop 0123')).toMatch(/visible ASCII/);
+  });
+});
+
+describe('lookupKey and hashKey: a key is looked up as the relay looks it up', () => {
+  it.each([
+    ['sk-abc', 'abc'],
+    ['abc', 'abc'],
+    ['sk-abc-3', 'abc'],
+    ['abc-3-x', 'abc'],
+    ['sk-sk-abc', 'sk'],
+    ['sk--3', ''],
+    ['-', ''],
+  ])('%s → %s', (presented, looked) => {
+    expect(lookupKey(presented)).toBe(looked);
+    expect(hashKey(presented)).toBe(hashKey(looked));
+  });
+
+  it('gives every suffix variant of a key the one hash, and different keys different hashes', () => {
+    const body = 'abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKL';
+    expect(hashKey(`sk-${body}-1`)).toBe(hashKey(body));
+    expect(hashKey(`sk-${body}-${'x'.repeat(40)}`)).toBe(hashKey(`sk-${body}`));
+    expect(hashKey(`sk-${body}x`)).not.toBe(hashKey(body));
   });
 });
 

@@ -22,6 +22,8 @@ export type FreeTierConfig = Settings['freeTier'];
 export type RedisConfig = Settings['redis'];
 export type ServerConfig = Settings['server'];
 export type AccessLogMode = Settings['accessLog'];
+/** The bounds on what a flood of wrong keys may cost the key stores. */
+export type AuthConfig = Settings['auth'];
 /** The relay's own database, where the keys made in its console live (docs/relay-keys.md). */
 export type RelayDbConfig = Omit<Settings['relayDb'], 'url'> & {
   /** Parsed from `SLUICE_RELAY_DB` / `relayDb.url`, in the relay's own `SQL_DSN` forms; null: not used. */

@@ -113,6 +113,22 @@ export const SETTINGS = Type.Object({
     },
     { startupOnly: true, description: "The relay's own database (docs/relay-keys.md)." },
   ),
+  auth: Type.Object(
+    {
+      failuresPerAddress: int(0, 1_000_000, 20, {
+        description:
+          "Key lookups a client address may have end without a valid key, per replica, before its keys the replica does not know get 401 from memory with no lookup; refilled evenly over `auth.failureWindowSeconds` (0: no budget). Keys the replica knows still pass. Only with Redis or the relay's database (a lookup in the embedded store costs nothing).",
+      }),
+      failureWindowSeconds: int(1, DAY, 60, { description: '...the budget refills in full over this many seconds.' }),
+      maxAddresses: int(1, 10_000_000, 20_000, { description: 'Addresses whose failures a replica keeps at most; the one longest untouched is forgotten first.' }),
+      unknownKeyLookupsPerSecond: int(0, 1_000_000, 20, {
+        description:
+          'Per replica: lookups of keys it does not know that may end without a valid key, per second; past it such a key gets 503 `store_unavailable` with Retry-After (it may be a valid new key). Lookups in flight count; one that finds a valid key gives its place back (0: no ceiling).',
+      }),
+      unknownKeyLookupBurst: int(1, 1_000_000, 500, { description: "...and at most this many at once (one relay-database statement holds up to 500 keys). Lookups in flight hold a place, valid keys too: a new replica meeting its clients' keys all at once needs room here." }),
+    },
+    { description: 'What a flood of wrong keys may cost the key stores (docs/authentication.md).' },
+  ),
   host: text('0.0.0.0', { env: 'SLUICE_HOST', startupOnly: true, description: 'Address of the public listener.' }),
   port: int(0, 65535, 8080, { env: 'SLUICE_PORT', startupOnly: true, description: 'Port of the public listener.' }),
   adminHost: text('0.0.0.0', { env: 'SLUICE_ADMIN_HOST', startupOnly: true, description: 'Address of the admin listener (probes, /metrics, admin API); keep it cluster-internal.' }),

@@ -19,6 +19,8 @@ export interface AccessRecord {
   model?: string | null;
   freeTier?: boolean;
   shadow?: string;
+  /** Why sluice refused, where the decision alone does not say (a lookup the guard did not make: `address_budget`, `lookup_ceiling`). */
+  reason?: string;
   status?: number;
   /** performance.now() when the request arrived. */
   start: number;
@@ -74,6 +76,7 @@ export function accessFields(r: AccessRecord, decision: Outcome, totalMs: number
     freeTier: r.freeTier,
     shadow: r.shadow,
     decision,
+    reason: r.reason,
     status: r.status,
     decisionMs: r.decidedMs === undefined ? undefined : round(r.decidedMs),
     relayMs: r.upstreamMs == null ? undefined : round(r.upstreamMs),

@@ -32,6 +32,13 @@ export class Metrics {
   readonly rememberedRefusals = this.add(
     new Counter('sluice_remembered_refusals_total', 'Refusals answered from memory, without asking the store (limits.rememberRefusalsSeconds)', ['limit']),
   );
+  readonly keyLookupsRefused = this.add(
+    new Counter(
+      'sluice_key_lookups_refused_total',
+      'Keys the replica did not know, refused without a lookup: address_budget (the client address spent auth.failuresPerAddress: 401) or lookup_ceiling (auth.unknownKeyLookupsPerSecond reached: 503)',
+      ['reason'],
+    ),
+  );
   readonly shadowRejections = this.add(
     new Counter('sluice_shadow_rejections_total', 'Calls a limit in shadow mode would have rejected (admitted anyway)', ['limit', 'reason']),
   );

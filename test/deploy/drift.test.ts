@@ -52,7 +52,7 @@ function secretTestValues(): Record<string, string> {
   return {
     SLUICE_ADMIN_TOKEN: 'drift-test-admin-token-0123456789',
     SLUICE_REDIS_URL: inject('redisUrl'),
-    SLUICE_UPSTREAM_CREDENTIAL: 'sk-drift-test-upstream-credential',
+    SLUICE_UPSTREAM_CREDENTIAL: 'sk-drifttestupstreamcredential',
     // The relay's SQL_DSN: a relay database of this test's own, with the relay's tables.
     SLUICE_RELAY_DB: relayDb.dsn,
   };

@@ -59,7 +59,7 @@ describe('several replicas on one Redis', () => {
   });
 
   it('see a key created on one replica on the others within 200 ms, even one that had just cached it as unknown', async () => {
-    const imported = 'sk-imported-0123456789abcdefghij';
+    const imported = 'sk-imported0123456789abcdefghij';
     const call = (i: number) => request(replicas[i]!.url, 'GET', '/v1/models', { headers: { authorization: `Bearer ${imported}` } });
     expect((await call(1)).status).toBe(401); // now remembered as unknown
     await replicas[0]!.createKey('importer', { key: imported });

@@ -48,6 +48,8 @@ export interface HarnessOptions {
   /** Build the store from the config as npm start does (Sentinel, Cluster). */
   storeFromConfig?: boolean;
   idleGc?: SluiceOptions['idleGc'];
+  /** The authenticator's cache bounds (tests that need a small cache). */
+  auth?: SluiceOptions['auth'];
 }
 
 export async function startHarness(opts: HarnessOptions): Promise<Harness> {
@@ -80,7 +82,7 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
     store = new MemoryStore();
   }
   const log = opts.log ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const sluice = createSluice({ config, clock, store, log, processMetrics: false, configFile: opts.configFile, idleGc: opts.idleGc });
+  const sluice = createSluice({ config, clock, store, log, processMetrics: false, configFile: opts.configFile, idleGc: opts.idleGc, auth: opts.auth });
   const { port, adminPort } = await sluice.listen();
   const url = `http://127.0.0.1:${port}`;
   const adminUrl = `http://127.0.0.1:${adminPort}`;

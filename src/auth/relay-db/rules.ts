@@ -3,6 +3,7 @@
  * (new-api `middleware/auth.go` TokenAuth and `model/token.go` ValidateUserToken), in one pure
  * function shared by every database dialect.
  */
+import { lookupKey } from '../keys.js';
 
 /** A token row joined with its user, normalised across PostgreSQL, MySQL and SQLite. */
 export interface TokenRow {
@@ -44,16 +45,8 @@ export function judgeToken(row: TokenRow, nowSeconds: number): TokenVerdict {
   return { ok: true };
 }
 
-/**
- * The part of a presented key the relay looks up: one leading `sk-` stripped, then everything
- * from the first `-` on cut away (`sk-<key>-<n>` asks an administrator's channel `n`). The
- * presented key has already lost its `Bearer ` and surrounding white space.
- */
-export function relayKeyBody(presented: string): string {
-  const body = presented.startsWith('sk-') ? presented.slice(3) : presented;
-  const dash = body.indexOf('-');
-  return dash === -1 ? body : body.slice(0, dash);
-}
+/** The part of a presented key the relay looks up (src/auth/keys.ts, lookupKey). */
+export const relayKeyBody = lookupKey;
 
 /** The relay's column holds at most 128 characters. */
 export const MAX_RELAY_KEY_LENGTH = 128;

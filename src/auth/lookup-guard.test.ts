@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULTS, type AuthConfig } from '../config/index.js';
+import { ManualClock } from '../runtime/clock.js';
+import { LookupGuard, type LookupAdmission } from './lookup-guard.js';
+
+function guard(over: Partial<AuthConfig> = {}) {
+  const clock = new ManualClock();
+  let settings: AuthConfig = { ...DEFAULTS.auth, ...over };
+  const g = new LookupGuard(() => settings, clock);
+  return { g, clock, set: (s: Partial<AuthConfig>) => (settings = { ...settings, ...s }) };
+}
+
+type Admitted = Extract<LookupAdmission, { admitted: true }>;
+
+function admitted(a: LookupAdmission): Admitted {
+  expect(a.admitted).toBe(true);
+  return a as Admitted;
+}
+
+describe('LookupGuard', () => {
+  describe('the per-address budget of failed lookups', () => {
+    it('admits `failuresPerAddress` lookups that fail, then refuses that address, and only that one', () => {
+      const { g } = guard({ failuresPerAddress: 3, unknownKeyLookupsPerSecond: 0 });
+      for (let i = 0; i < 3; i++) admitted(g.admit('10.0.0.1')).settle('invalid');
+      expect(g.admit('10.0.0.1')).toEqual({ admitted: false, reason: 'address_budget' });
+      admitted(g.admit('10.0.0.2'));
+    });
+
+    it('counts lookups in flight, so concurrent requests cannot overshoot it', () => {
+      const { g } = guard({ failuresPerAddress: 2, unknownKeyLookupsPerSecond: 0 });
+      admitted(g.admit('a'));
+      admitted(g.admit('a'));
+      expect(g.admit('a').admitted).toBe(false);
+    });
+
+    it('gets its place back from a lookup that found a valid key or could not be made (an outage), not from one that failed', () => {
+      const { g } = guard({ failuresPerAddress: 1, unknownKeyLookupsPerSecond: 0 });
+      admitted(g.admit('a')).settle('valid');
+      admitted(g.admit('a')).settle('failed');
+      const last = admitted(g.admit('a'));
+      last.settle('invalid');
+      last.settle('valid'); // settled once only
+      expect(g.admit('a').admitted).toBe(false);
+    });
+
+    it('refills evenly over the window', () => {
+      const { g, clock } = guard({ failuresPerAddress: 4, failureWindowSeconds: 60, unknownKeyLookupsPerSecond: 0 });
+      for (let i = 0; i < 4; i++) admitted(g.admit('a')).settle('invalid');
+      clock.advance(14_999);
+      expect(g.admit('a').admitted).toBe(false);
+      clock.advance(1);
+      admitted(g.admit('a')).settle('invalid');
+      expect(g.admit('a').admitted).toBe(false);
+      clock.advance(60_000);
+      for (let i = 0; i < 4; i++) admitted(g.admit('a')).settle('invalid');
+      expect(g.admit('a').admitted).toBe(false);
+    });
+
+    it('keeps at most `maxAddresses`, forgetting the one longest untouched, and none whose budget is full', () => {
+      const { g } = guard({ failuresPerAddress: 1, maxAddresses: 2, unknownKeyLookupsPerSecond: 0 });
+      admitted(g.admit('a')).settle('invalid');
+      admitted(g.admit('b')).settle('invalid');
+      admitted(g.admit('c')).settle('invalid');
+      expect(g.tracked).toBe(2);
+      admitted(g.admit('a')); // forgotten: a full budget again
+      expect(g.admit('c').admitted).toBe(false);
+      admitted(g.admit('d')).settle('valid'); // c, the longest untouched, is forgotten for d
+      expect(g.tracked).toBe(1); // a, its lookup in flight; d got its place back: nothing to keep for it
+      admitted(g.admit('c'));
+    });
+
+    it('is off at 0, and a reload takes effect at once', () => {
+      const { g, set } = guard({ failuresPerAddress: 0, unknownKeyLookupsPerSecond: 0 });
+      for (let i = 0; i < 100; i++) admitted(g.admit('a')).settle('invalid');
+      set({ failuresPerAddress: 1 });
+      admitted(g.admit('a')).settle('invalid');
+      expect(g.admit('a').admitted).toBe(false);
+    });
+  });
+
+  describe("the replica's ceiling on lookups of unknown keys", () => {
+    it('admits a burst, then the rate, and says when the next gets in', () => {
+      const { g, clock } = guard({ failuresPerAddress: 0, unknownKeyLookupsPerSecond: 4, unknownKeyLookupBurst: 3 });
+      for (let i = 0; i < 3; i++) admitted(g.admit(`x${i}`)).settle('invalid');
+      expect(g.admit('y')).toEqual({ admitted: false, reason: 'lookup_ceiling', retryAfterSeconds: 1 });
+      clock.advance(250);
+      admitted(g.admit('y')).settle('invalid');
+      expect(g.admit('z').admitted).toBe(false);
+    });
+
+    it('rounds Retry-After up to whole seconds at a slow rate', () => {
+      const { g } = guard({ failuresPerAddress: 0, unknownKeyLookupsPerSecond: 1, unknownKeyLookupBurst: 1 });
+      admitted(g.admit('a')).settle('invalid');
+      expect(g.admit('b')).toMatchObject({ retryAfterSeconds: 1 });
+    });
+
+    it('gets its place back from a valid key: new valid keys one after another never reach it', () => {
+      const { g } = guard({ failuresPerAddress: 0, unknownKeyLookupsPerSecond: 1, unknownKeyLookupBurst: 1 });
+      for (let i = 0; i < 50; i++) admitted(g.admit(`u${i}`)).settle('valid');
+    });
+
+    it("refuses by the ceiling without spending the address's budget", () => {
+      const { g, set } = guard({ failuresPerAddress: 1, unknownKeyLookupsPerSecond: 1, unknownKeyLookupBurst: 1 });
+      admitted(g.admit('other')).settle('invalid');
+      expect(g.admit('a')).toMatchObject({ reason: 'lookup_ceiling' });
+      set({ unknownKeyLookupsPerSecond: 0 });
+      admitted(g.admit('a'));
+    });
+  });
+});

@@ -1,0 +1,144 @@
+/**
+ * Which lookups of keys a replica does not know may start. A wrong key cannot be cached until it
+ * has been looked up, so a client sending random keys would cost the key stores (the relay's
+ * database, Redis) one lookup per request. Two budgets bound that, both in this replica's memory
+ * (a failure costs no round trip to count):
+ * - per client address, `auth.failuresPerAddress` lookups that end without a valid key, refilled
+ *   evenly over `auth.failureWindowSeconds`: once spent, that address's unknown keys get the
+ *   contract's 401 without a lookup;
+ * - per replica, `auth.unknownKeyLookupsPerSecond` such lookups a second, at most
+ *   `auth.unknownKeyLookupBurst` at once: past it an unknown key gets 503 `store_unavailable` with
+ *   Retry-After, since it may be a valid new key.
+ * A lookup takes a place in both when it starts (lookups in flight count, so a burst of
+ * concurrent requests cannot overshoot) and gives both back when it finds a valid key or could not
+ * be made (an outage is not the client's failure). Keys the replica knows are never asked here.
+ */
+import type { Logger } from 'pino';
+import type { AuthConfig } from '../config/index.js';
+import type { Clock } from '../runtime/clock.js';
+
+/** A lookup may start (call `settle` once it has ended), or not, and why. */
+export type LookupAdmission =
+  | { admitted: true; settle: (outcome: 'valid' | 'invalid' | 'failed') => void }
+  | { admitted: false; reason: 'address_budget' }
+  | { admitted: false; reason: 'lookup_ceiling'; retryAfterSeconds: number };
+
+/** A budget refilled evenly: `tokens` at `at`, at most `capacity`. */
+interface Bucket {
+  tokens: number;
+  at: number;
+  /** When this address last had a line logged for spending its budget. */
+  loggedAt?: number;
+}
+
+function refill(b: Bucket, capacity: number, perMs: number, now: number): void {
+  if (now > b.at) b.tokens = Math.min(capacity, b.tokens + (now - b.at) * perMs);
+  b.at = now;
+}
+
+/** While the ceiling holds, at most one log line this often. */
+const CEILING_LOG_MS = 60_000;
+
+export class LookupGuard {
+  /** Addresses with a budget not full, in the order last touched (a Map keeps insertion order). */
+  private readonly addresses = new Map<string, Bucket>();
+  private readonly replica: Bucket;
+  private ceilingLoggedAt = -Infinity;
+  private ceilingRefusals = 0;
+
+  constructor(
+    private readonly settings: () => AuthConfig,
+    private readonly clock: Clock,
+    private readonly log?: Logger,
+  ) {
+    this.replica = { tokens: settings().unknownKeyLookupBurst, at: clock.now() };
+  }
+
+  /** Addresses tracked now (those whose budget is not full). */
+  get tracked(): number {
+    return this.addresses.size;
+  }
+
+  admit(address: string): LookupAdmission {
+    const s = this.settings();
+    const now = this.clock.now();
+    const perAddress = s.failuresPerAddress > 0;
+    const bucket = perAddress ? this.addressBucket(address, s, now) : null;
+    if (bucket && bucket.tokens < 1) {
+      if (this.log && !(now - (bucket.loggedAt ?? -Infinity) < s.failureWindowSeconds * 1000)) {
+        bucket.loggedAt = now;
+        this.log.warn(
+          { ip: address, failures: s.failuresPerAddress, windowSeconds: s.failureWindowSeconds },
+          'client address spent its budget of failed key lookups: its unknown keys get 401 without a lookup (auth.failuresPerAddress)',
+        );
+      }
+      return { admitted: false, reason: 'address_budget' };
+    }
+    if (s.unknownKeyLookupsPerSecond > 0) {
+      const perMs = s.unknownKeyLookupsPerSecond / 1000;
+      refill(this.replica, s.unknownKeyLookupBurst, perMs, now);
+      if (this.replica.tokens < 1) {
+        this.ceilingRefusals++;
+        if (this.log && now - this.ceilingLoggedAt >= CEILING_LOG_MS) {
+          this.log.warn(
+            { perSecond: s.unknownKeyLookupsPerSecond, refused: this.ceilingRefusals },
+            'lookups of unknown keys at their ceiling: unknown keys get 503 store_unavailable (auth.unknownKeyLookupsPerSecond)',
+          );
+          this.ceilingLoggedAt = now;
+          this.ceilingRefusals = 0;
+        }
+        return { admitted: false, reason: 'lookup_ceiling', retryAfterSeconds: Math.max(1, Math.ceil((1 - this.replica.tokens) / perMs / 1000)) };
+      }
+      this.replica.tokens -= 1;
+    }
+    const fromReplica = s.unknownKeyLookupsPerSecond > 0;
+    if (bucket) this.take(address, bucket, s);
+    let settled = false;
+    return {
+      admitted: true,
+      settle: (outcome) => {
+        if (settled) return;
+        settled = true;
+        if (outcome !== 'invalid') this.giveBack(address, perAddress, fromReplica);
+      },
+    };
+  }
+
+  /** The address's budget refilled to now: the one kept, or a full one (not kept until it is taken from). */
+  private addressBucket(address: string, s: AuthConfig, now: number): Bucket {
+    const b = this.addresses.get(address);
+    if (b === undefined) return { tokens: s.failuresPerAddress, at: now };
+    refill(b, s.failuresPerAddress, s.failuresPerAddress / (s.failureWindowSeconds * 1000), now);
+    return b;
+  }
+
+  /** Takes one from the address's budget and makes it the most recently touched. */
+  private take(address: string, b: Bucket, s: AuthConfig): void {
+    b.tokens -= 1;
+    if (!this.addresses.delete(address)) {
+      while (this.addresses.size >= s.maxAddresses) {
+        const oldest = this.addresses.keys().next();
+        if (oldest.done) break;
+        this.addresses.delete(oldest.value);
+      }
+    }
+    this.addresses.set(address, b);
+  }
+
+  /** Gives back what a lookup took (settings may have changed since: a budget turned off takes nothing back). */
+  private giveBack(address: string, fromAddress: boolean, fromReplica: boolean): void {
+    const s = this.settings();
+    const now = this.clock.now();
+    if (fromReplica && s.unknownKeyLookupsPerSecond > 0) {
+      refill(this.replica, s.unknownKeyLookupBurst, s.unknownKeyLookupsPerSecond / 1000, now);
+      this.replica.tokens = Math.min(s.unknownKeyLookupBurst, this.replica.tokens + 1);
+    }
+    if (!fromAddress || s.failuresPerAddress <= 0) return;
+    const b = this.addresses.get(address);
+    if (b === undefined) return;
+    refill(b, s.failuresPerAddress, s.failuresPerAddress / (s.failureWindowSeconds * 1000), now);
+    b.tokens += 1;
+    // A full budget is what an untracked address has: nothing to keep.
+    if (b.tokens >= s.failuresPerAddress) this.addresses.delete(address);
+  }
+}
