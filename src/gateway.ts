@@ -12,6 +12,7 @@ import { presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
 import type { BodyBudget, BodyLease } from './http/body-budget.js';
 import { declaredLength, dropRest, hasBody, readBody } from './http/body.js';
+import { addressBucket } from './http/address-bucket.js';
 import { resolveClientIp } from './http/client-ip.js';
 import type { Clock } from './runtime/clock.js';
 import { BodyBudgetExceededError, Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './answers/errors.js';
@@ -268,7 +269,8 @@ export function createGateway(d: GatewayDeps): Gateway {
     // 3. Authenticate.
     const presented = presentedKeys(req.headers, route, req.rawHeaders);
     const known = d.authenticator.cached(presented);
-    const auth = known ?? (await d.authenticator.authenticate(presented, t.ip));
+    // Failures count per address bucket, as the per-IP limits do: an IPv6 client's whole /64 is one.
+    const auth = known ?? (await d.authenticator.authenticate(presented, addressBucket(t.ip, p.config.ipv6Prefix)));
     if (!auth.ok) {
       if (auth.reason === 'unavailable') {
         log.warn({ reqId: t.id, err: String(auth.error) }, 'key store unreachable and the key was not seen recently: cannot judge it');

@@ -150,6 +150,34 @@ describe.each([redisRegistry(), relayDatabase()])('wrong keys from one address, 
   });
 });
 
+describe('wrong keys from addresses of one IPv6 /64, through a trusted proxy (issue 25, items 1 and 7)', () => {
+  const source = redisRegistry();
+  let h: Harness;
+  const clock = new ManualClock(Date.UTC(2026, 5, 1));
+  beforeAll(async () => {
+    h = await source.start({ trustedProxies: ['127.0.0.1/32'], auth: { failuresPerAddress: 3, failureWindowSeconds: 60 } }, { clock });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const viaProxy = (key: string, client: string): Promise<RawResponse> =>
+    request(h.url, 'POST', '/v1/chat/completions', {
+      headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': client },
+      body: json({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+      agent: from('127.0.0.1'),
+    });
+
+  it('share one budget: a client rotating through its /64 gets no more lookups than one address; another /64 has its own', async () => {
+    const lookups = source.lookups(h);
+    const before = await lookups();
+    for (let i = 1; i <= 6; i++) expectContract401(await viaProxy(wrongKey(), `2001:db8:7:7::${i.toString(16)}`));
+    expect((await lookups()) - before).toBe(3);
+    expectContract401(await viaProxy(wrongKey(), '2001:db8:7:8::1'));
+    expect((await lookups()) - before).toBe(4);
+  });
+});
+
 describe.each([redisRegistry(), relayDatabase()])('unknown keys from many addresses, keys in $name (issue 25, item 1)', (source) => {
   let h: Harness;
   const clock = new ManualClock(Date.UTC(2026, 5, 1));
