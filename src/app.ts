@@ -24,6 +24,7 @@ import { GuardedLimits } from './limits/guard.js';
 import { createLogger } from './log/index.js';
 import { Metrics } from './metrics/index.js';
 import { exposedGc, startIdleCollection, type IdleCollectionOptions } from './runtime/idle-gc.js';
+import { buildInfo } from './runtime/version.js';
 import { applyReload, buildPolicy, type Policy } from './limits/policy.js';
 import { MemoryStore } from './store/memory.js';
 import { RedisStore, redisStoreOptions } from './store/redis/index.js';
@@ -115,6 +116,8 @@ export function createSluice(opts: SluiceOptions): Sluice {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);
   const metrics = new Metrics({ processMetrics: opts.processMetrics });
+  const build = buildInfo();
+  metrics.buildInfo(build);
   const gc = exposedGc();
   const idleGc = opts.idleGc ?? (gc && { collect: gc });
   const stopIdleCollection = idleGc
@@ -348,7 +351,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
       watcher?.start();
       relayKeys?.start();
       log.info(
-        { port, adminPort, upstream: config.upstream.url.origin, store: store.kind, maxConnections: cap.cap, openFileLimit: nofile, bodyBudgetBytes: config.bodyBudgetBytes },
+        { ...build, port, adminPort, upstream: config.upstream.url.origin, store: store.kind, maxConnections: cap.cap, openFileLimit: nofile, bodyBudgetBytes: config.bodyBudgetBytes },
         'sluice listening',
       );
       return { port, adminPort };

@@ -10,6 +10,7 @@ import { systemClock } from './runtime/clock.js';
 import { buildConfig, loadConfig, publicConfig, readConfigFile } from './config/index.js';
 import { AdminError, ConfigError } from './answers/errors.js';
 import { RedisStore, redisStoreOptions } from './store/redis/index.js';
+import { versionLine } from './runtime/version.js';
 
 const USAGE = `usage: sluice <command>
 
@@ -18,6 +19,7 @@ const USAGE = `usage: sluice <command>
   sluice keys list --user <id>
   sluice keys delete <key id>
   sluice config check <file>                     validate a config file (exit 0 when valid)
+  sluice --version                               the version, the commit built from and the Node running it
 
 Key commands use SLUICE_REDIS_URL (or redis.url in SLUICE_CONFIG). Without Redis,
 pass --admin-url http://host:9090 (and SLUICE_ADMIN_TOKEN) to use a running sluice.
@@ -129,6 +131,7 @@ async function main(argv: string[]): Promise<void> {
     if (cmd === 'start') await import('./main.js');
     else if (cmd === 'keys') await keys(rest);
     else if (cmd === 'config' && rest[0] === 'check') configCheck(rest[1]);
+    else if (cmd === '--version' || cmd === '-v' || cmd === 'version') process.stdout.write(`${versionLine()}\n`);
     else if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') process.stdout.write(USAGE);
     else fail(`unknown command "${cmd}"\n\n${USAGE}`);
   } catch (err) {

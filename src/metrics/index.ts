@@ -3,9 +3,10 @@
  * (tests) do not mix their figures. sluice's own instruments are in instruments.ts; prom-client
  * supplies the registry, the text format and the process metrics.
  */
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Gauge as LabelledGauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Outcome } from '../answers/outcome.js';
 import type { RouteFamily } from '../routing/routes.js';
+import type { BuildInfo } from '../runtime/version.js';
 import { Counter, Gauge, Histogram } from './instruments.js';
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -67,6 +68,19 @@ export class Metrics {
   bodyBytes(read: () => number, limit: () => number): void {
     this.add(new Gauge('sluice_body_bytes', 'Bytes request bodies in flight hold now, raw and decoded (counted against bodyBudgetBytes)', read));
     this.add(new Gauge('sluice_body_budget_bytes', 'bodyBudgetBytes: what request bodies in flight may hold together', limit));
+  }
+
+  /**
+   * `sluice_build_info{version,commit,node} 1`: which sluice runs, joinable to any other series.
+   * Set once, so prom-client's own gauge (its per-call label hashing does not matter here).
+   */
+  buildInfo(info: BuildInfo): void {
+    new LabelledGauge({
+      name: 'sluice_build_info',
+      help: 'Always 1; the labels say which sluice runs: version (package.json), commit built from, Node version',
+      labelNames: ['version', 'commit', 'node'],
+      registers: [this.registry],
+    }).set({ version: info.version, commit: info.commit, node: info.node }, 1);
   }
 
   constructor(opts: { processMetrics?: boolean } = {}) {

@@ -1,15 +1,17 @@
 /**
- * The Dockerfile and .dockerignore, read without a Docker engine: multi-stage, small Node 20 base,
- * production dependencies only in the runtime stage, compiled JS, non-root numeric user.
+ * The Dockerfile and .dockerignore, read without a Docker engine: multi-stage, small Node 26 (LTS)
+ * base, the Node CI proves, production dependencies only in the runtime stage, compiled JS,
+ * non-root numeric user, the commit it was built from.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { execForm, last, readDockerfile, type Stage } from './dockerfile.js';
+import { execForm, last, readDockerfile, stageEnv, type Stage } from './dockerfile.js';
 import { existsInRepo, ROOT } from './k8s.js';
 import { NODE_FLAGS } from '../../src/runtime/node-flags.js';
 
-const NODE_20 = /^node:20(?:\.\d+){0,2}-(?:slim|alpine)(?:\d+(?:\.\d+)*)?(?:@sha256:[0-9a-f]{64})?$/;
+/** The image's Node line: 26, an LTS line until 2029-04-30 (Node 20 reached its end of life on 2026-04-30). */
+const NODE_LTS = /^node:26(?:\.\d+){0,2}-(?:slim|alpine)(?:\d+(?:\.\d+)*)?(?:@sha256:[0-9a-f]{64})?$/;
 
 function runs(stage: Stage): string[] {
   return stage.instructions.filter((i) => i.op === 'RUN').map((i) => i.args);
@@ -20,11 +22,35 @@ describe('Dockerfile', () => {
   const runtime = stages.at(-1)!;
   const build = stages.find((s) => s.name?.toLowerCase() === 'build');
 
-  it('is multi-stage: a build stage, then a runtime stage, both on Node 20 slim/alpine', () => {
+  it('is multi-stage: a build stage, then a runtime stage, both on Node 26 (LTS) slim/alpine', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
     expect(build, 'a stage named "build" (FROM ... AS build)').toBeDefined();
     expect(runtime).not.toBe(build);
-    for (const s of stages) expect(s.from).toMatch(NODE_20);
+    for (const s of stages) expect(s.from).toMatch(NODE_LTS);
+  });
+
+  it("runs on the Node line CI proves the suite on (.ci/run's pinned release)", () => {
+    const pinned = /^NODE_IMAGE_VERSION=(\d+)\.\d+\.\d+$/m.exec(readFileSync(join(ROOT, '.ci/run'), 'utf8'));
+    expect(pinned, '.ci/run pins NODE_IMAGE_VERSION=<major>.<minor>.<patch>').not.toBeNull();
+    for (const s of stages) expect(/^node:(\d+)/.exec(s.from)![1]).toBe(pinned![1]);
+  });
+
+  it('installs under the project\'s npm configuration (.npmrc: no unreviewed install script) in both stages', () => {
+    for (const s of [build!, runtime]) {
+      const copies = s.instructions.filter((i) => i.op === 'COPY').map((i) => i.args);
+      const installIndex = s.instructions.findIndex((i) => i.op === 'RUN' && /\bnpm ci\b/.test(i.args));
+      const npmrcIndex = s.instructions.findIndex((i) => i.op === 'COPY' && /(^|\s)\.npmrc(\s|$)/.test(i.args));
+      expect(copies.some((c) => /\.npmrc/.test(c)), `${s.name}: COPY .npmrc`).toBe(true);
+      expect(npmrcIndex).toBeLessThan(installIndex);
+    }
+  });
+
+  it('carries the commit it was built from (build argument SLUICE_COMMIT), "unknown" without it', () => {
+    const arg = runtime.instructions.find((i) => i.op === 'ARG' && /^SLUICE_COMMIT(=|$)/.test(i.args));
+    expect(arg, 'ARG SLUICE_COMMIT in the runtime stage').toBeDefined();
+    expect(stageEnv(runtime).SLUICE_COMMIT).toBe('unknown');
+    const env = runtime.instructions.find((i) => i.op === 'ENV' && /\bSLUICE_COMMIT=/.test(i.args));
+    expect(env!.line).toBeGreaterThan(arg!.line);
   });
 
   it('compiles TypeScript in the build stage with the full dependency set', () => {
@@ -100,7 +126,7 @@ describe('.dockerignore', () => {
   });
 
   it('does not exclude what the build needs', () => {
-    for (const needed of ['src', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) {
+    for (const needed of ['src', 'package.json', 'package-lock.json', '.npmrc', 'tsconfig.json', 'tsconfig.build.json']) {
       expect(patterns).not.toContain(needed);
     }
     expect(patterns.some((p) => p.startsWith('!'))).toBe(false);

@@ -69,18 +69,29 @@ export function last(stage: Stage, op: string): Instruction | undefined {
   return stage.instructions.filter((i) => i.op === op).at(-1);
 }
 
-/** ENV of a stage as key/value pairs (`ENV K=V K2=V2` and the legacy `ENV K V`). */
+/**
+ * ENV of a stage as key/value pairs (`ENV K=V K2=V2` and the legacy `ENV K V`), with `${NAME}` and
+ * `$NAME` replaced as Docker does: by an earlier ENV, else by an ARG's default (the value an image
+ * built without that --build-arg holds), else by nothing.
+ */
 export function stageEnv(stage: Stage): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const i of stage.instructions.filter((x) => x.op === 'ENV')) {
+  const args: Record<string, string> = {};
+  const expand = (v: string): string => v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_all, a?: string, b?: string) => env[(a ?? b)!] ?? args[(a ?? b)!] ?? '');
+  for (const i of stage.instructions.filter((x) => x.op === 'ENV' || x.op === 'ARG')) {
+    if (i.op === 'ARG') {
+      const [name, ...dflt] = i.args.split('=');
+      args[name!.trim()] = dflt.join('=');
+      continue;
+    }
     if (!i.args.includes('=')) {
       const [k, ...v] = i.args.split(/\s+/);
-      env[k!] = v.join(' ');
+      env[k!] = expand(v.join(' '));
       continue;
     }
     for (const m of i.args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("(?:[^"\\]|\\.)*"|\S*)/g)) {
       const v = m[2]!;
-      env[m[1]!] = v.startsWith('"') ? (JSON.parse(v) as string) : v;
+      env[m[1]!] = expand(v.startsWith('"') ? (JSON.parse(v) as string) : v);
     }
   }
   return env;

@@ -98,6 +98,8 @@ describe('deploy/ kustomizations', () => {
   });
 });
 
+const RELEASE = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
 const BUILD_TITLE =
   kubectlMode === 'skip' ? 'kubectl kustomize (SKIPPED: kubectl is not on PATH and CI is not set)' : 'kubectl kustomize';
 
@@ -120,6 +122,8 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
       // A pinned sluice image: a version tag or a digest, never latest.
       expect(sidecar.image).toMatch(/\/sluice(?::[\w.-]+)?(?:@sha256:[0-9a-f]{64})?$/);
       expect(sidecar.image).toMatch(/:(?!latest$)[\w.-]+$|@sha256:[0-9a-f]{64}$/);
+      // ... of this release: the tag is package.json's version, which the image reports (sluice --version).
+      expect(sidecar.image!.split(':').at(-1)).toBe(RELEASE);
 
       const sc = sidecar.securityContext;
       expect(sc?.runAsNonRoot).toBe(true);
