@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { createAccessLog, wantsAccessLine, type AccessRecord } from './log/access.js';
+import { boundLogged, createAccessLog, wantsAccessLine, type AccessRecord } from './log/access.js';
 import type { Authenticator } from './auth/authenticator.js';
 import { presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
@@ -317,10 +317,10 @@ export function createGateway(d: GatewayDeps): Gateway {
       const err = m.status === 413 ? Errors.DECODED_BODY_TOO_LARGE : m.status === 415 ? Errors.UNSUPPORTED_ENCODING : Errors.BAD_REQUEST;
       return reject(res, t, m.status === 413 ? 'too_large' : 'bad_request', err, { params: { reason: m.reason, limit: maxDecoded } });
     }
-    t.model = m.model;
-
-    // 5. Free tier: one store round trip, only for free models.
+    // 5. Free tier: one store round trip, only for free models. The model is compared whole; the
+    // trace keeps only what the access line logs of it (a model longer than any real one is never free).
     const free = m.model !== null && p.freeTier.isFree(m.model);
+    t.model = m.model === null ? null : boundLogged(m.model);
     t.freeTier = free;
     // The RateLimit fields of this free call's answer (none in shadow mode); the relay's own, if it sends any, win.
     let rateLimit: Record<string, string> | undefined;
