@@ -15,7 +15,7 @@ import { declaredLength, dropRest, hasBody, readBody } from './http/body.js';
 import { resolveClientIp } from './http/client-ip.js';
 import type { Clock } from './runtime/clock.js';
 import { BodyBudgetExceededError, Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './answers/errors.js';
-import { prepareRequestHeaders } from './forward/headers.js';
+import { connectionNamesJudgedField, prepareRequestHeaders } from './forward/headers.js';
 import { OWN_STATUS, type ForwardResult, type Forwarder } from './forward/proxy.js';
 import type { Metrics } from './metrics/index.js';
 import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.js';
@@ -241,6 +241,15 @@ export function createGateway(d: GatewayDeps): Gateway {
     const route = routeOf(target.path);
     t.family = route.family;
     if (route.cors && req.headers.origin !== undefined) t.cors = crossOrigin(req);
+    // A field sluice judges by, declared hop-by-hop, would not reach the relay: the request it
+    // reads would not be the one judged. Refused here, by its headers alone, before it counts
+    // against any limit or asks the key store anything, as a path read two ways is.
+    const stripped = connectionNamesJudgedField(req.headers.connection);
+    if (stripped !== null) {
+      return reject(res, t, 'bad_request', Errors.BAD_REQUEST, {
+        params: { reason: `the Connection header names ${stripped}, which sluice reads or rewrites; forwarded, it would be removed before the relay saw it` },
+      });
+    }
 
     // 2. Per-IP limits, before authentication: every request counts.
     const rule = p.ipLimiter.match(target.path);
