@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { createAccessLog, wantsAccessLine, type AccessRecord } from './log/access.js';
+import { boundLogged, createAccessLog, wantsAccessLine, type AccessRecord } from './log/access.js';
 import type { Authenticator } from './auth/authenticator.js';
 import { presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
@@ -16,7 +16,7 @@ import { addressBucket } from './http/address-bucket.js';
 import { resolveClientIp } from './http/client-ip.js';
 import type { Clock } from './runtime/clock.js';
 import { BodyBudgetExceededError, Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './answers/errors.js';
-import { prepareRequestHeaders } from './forward/headers.js';
+import { connectionNamesJudgedField, prepareRequestHeaders } from './forward/headers.js';
 import { OWN_STATUS, type ForwardResult, type Forwarder } from './forward/proxy.js';
 import type { Metrics } from './metrics/index.js';
 import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.js';
@@ -246,6 +246,15 @@ export function createGateway(d: GatewayDeps): Gateway {
     const route = routeOf(target.path);
     t.family = route.family;
     if (route.cors && req.headers.origin !== undefined) t.cors = crossOrigin(req);
+    // A field sluice judges by, declared hop-by-hop, would not reach the relay: the request it
+    // reads would not be the one judged. Refused here, by its headers alone, before it counts
+    // against any limit or asks the key store anything, as a path read two ways is.
+    const stripped = connectionNamesJudgedField(req.headers.connection);
+    if (stripped !== null) {
+      return reject(res, t, 'bad_request', Errors.BAD_REQUEST, {
+        params: { reason: `the Connection header names ${stripped}, which sluice reads or rewrites; forwarded, it would be removed before the relay saw it` },
+      });
+    }
 
     // 2. Per-IP limits, before authentication: every request counts.
     const rule = p.ipLimiter.match(target.path);
@@ -334,10 +343,10 @@ export function createGateway(d: GatewayDeps): Gateway {
       const err = m.status === 413 ? Errors.DECODED_BODY_TOO_LARGE : m.status === 415 ? Errors.UNSUPPORTED_ENCODING : Errors.BAD_REQUEST;
       return reject(res, t, m.status === 413 ? 'too_large' : 'bad_request', err, { params: { reason: m.reason, limit: maxDecoded } });
     }
-    t.model = m.model;
-
-    // 5. Free tier: one store round trip, only for free models.
+    // 5. Free tier: one store round trip, only for free models. The model is compared whole; the
+    // trace keeps only what the access line logs of it (a model longer than any real one is never free).
     const free = m.model !== null && p.freeTier.isFree(m.model);
+    t.model = m.model === null ? null : boundLogged(m.model);
     t.freeTier = free;
     // The RateLimit fields of this free call's answer (none in shadow mode); the relay's own, if it sends any, win.
     let rateLimit: Record<string, string> | undefined;

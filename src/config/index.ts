@@ -6,12 +6,12 @@
  * built. Every message names
  * the offending key so an operator can fix it without reading code.
  */
-import { readFileSync } from 'node:fs';
 import { BlockList } from 'node:net';
-import { parse as parseYaml } from 'yaml';
 import { describeRelayDsn, parseRelayDsn, type RelayDsn } from '../auth/relay-db/dsn.js';
 import { FORMATS, parseCidr } from './formats.js';
-import { isObject, readSettings, type Raw } from './read.js';
+import { readConfigBytesSync } from './file.js';
+import { readSettings, type Raw } from './read.js';
+import { parseConfigText } from './yaml.js';
 import { RULES, SECRETS, type Settings } from './schema.js';
 import { ConfigError } from '../answers/errors.js';
 
@@ -36,23 +36,12 @@ export type Config = Omit<Settings, 'upstream' | 'relayDb'> & {
   relayDb: RelayDbConfig;
 };
 
-/** Reads the YAML file named by `SLUICE_CONFIG` (JSON is valid YAML). */
+/**
+ * Reads the YAML file named by `SLUICE_CONFIG` (JSON is valid YAML), at start-up: only a regular
+ * file of at most 1 MiB (file.ts), parsed on the calling thread (yaml.ts).
+ */
 export function readConfigFile(path: string): Raw {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new ConfigError(`cannot read config file ${path}: ${(err as Error).message}`);
-  }
-  let doc: unknown;
-  try {
-    doc = parseYaml(text);
-  } catch (err) {
-    throw new ConfigError(`config file ${path} is not valid YAML: ${(err as Error).message}`);
-  }
-  if (doc === null || doc === undefined) return {};
-  if (!isObject(doc)) throw new ConfigError(`config file ${path} must hold a mapping at its top level`);
-  return doc;
+  return parseConfigText(path, readConfigBytesSync(path).toString('utf8'));
 }
 
 /**

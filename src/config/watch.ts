@@ -4,11 +4,18 @@
  * itself never sees; so the directory is watched, and a 1 s content poll
  * backs the watch up (inotify is not available everywhere). An invalid new
  * file is logged and counted, and the running config stays.
+ *
+ * Nothing here blocks the event loop: the file is read through the thread pool, only as a regular
+ * file of at most 1 MiB (file.ts), and parsed in a worker bounded in time and memory (yaml.ts).
+ * Anything else standing at the path (a FIFO, a device, a directory, a file too large) is a failed
+ * reload, reported once for as long as it stays.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, watch, type FSWatcher } from 'node:fs';
+import { watch, type FSWatcher } from 'node:fs';
 import { dirname } from 'node:path';
-import { buildConfig, readConfigFile, type Config } from './index.js';
+import { ConfigFileError, readConfigBytes, readConfigBytesSync } from './file.js';
+import { buildConfig, type Config } from './index.js';
+import { parseConfigTextOffLoop } from './yaml.js';
 
 export interface ConfigWatcherOptions {
   path: string;
@@ -18,16 +25,29 @@ export interface ConfigWatcherOptions {
   pollMs?: number;
 }
 
+const digestOf = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex');
+
 export class ConfigWatcher {
-  private lastDigest: string | null = null;
+  /** The content last seen (its digest), or the refusal last reported (its identity). */
+  private lastSeen: string | null = null;
   private watcher: FSWatcher | null = null;
   private timer: NodeJS.Timeout | null = null;
   private pending: NodeJS.Timeout | null = null;
+  /** The look under way, and whether another was asked for meanwhile. */
+  private looking: Promise<void> | null = null;
+  private lookAgain = false;
+  private stopped = false;
 
   constructor(private readonly opts: ConfigWatcherOptions) {}
 
   start(): void {
-    this.lastDigest = this.digest();
+    this.stopped = false;
+    // What start-up read (it refuses what is refused here): synchronous, bounded and never waiting on a FIFO.
+    try {
+      this.lastSeen = digestOf(readConfigBytesSync(this.opts.path));
+    } catch (err) {
+      this.lastSeen = err instanceof ConfigFileError ? err.identity : null;
+    }
     try {
       this.watcher = watch(dirname(this.opts.path), { persistent: false }, () => this.schedule());
       this.watcher.on('error', () => {
@@ -37,11 +57,12 @@ export class ConfigWatcher {
     } catch {
       // The poll below still catches changes.
     }
-    this.timer = setInterval(() => this.check(), this.opts.pollMs ?? 1000);
+    this.timer = setInterval(() => void this.check(), this.opts.pollMs ?? 1000);
     this.timer.unref();
   }
 
   stop(): void {
+    this.stopped = true;
     this.watcher?.close();
     this.watcher = null;
     if (this.timer) clearInterval(this.timer);
@@ -54,32 +75,48 @@ export class ConfigWatcher {
     if (this.pending) clearTimeout(this.pending);
     this.pending = setTimeout(() => {
       this.pending = null;
-      this.check();
+      void this.check();
     }, 100);
     this.pending.unref();
   }
 
-  private digest(): string | null {
-    try {
-      return createHash('sha256').update(readFileSync(this.opts.path)).digest('hex');
-    } catch {
-      return null;
+  /** Reads the file if its content changed and applies it when valid; one look at a time. */
+  check(): Promise<void> {
+    if (this.looking !== null) {
+      this.lookAgain = true;
+      return this.looking;
     }
+    this.looking = this.look().finally(() => {
+      this.looking = null;
+      if (this.lookAgain && !this.stopped) {
+        this.lookAgain = false;
+        void this.check();
+      }
+    });
+    return this.looking;
   }
 
-  /** Reads the file if its content changed and applies it when valid. */
-  check(): void {
-    const d = this.digest();
-    // A missing file mid-swap is not a change; the next event or poll sees the new one.
-    if (d === null || d === this.lastDigest) return;
-    this.lastDigest = d;
+  private async look(): Promise<void> {
+    let bytes: Buffer;
+    try {
+      bytes = await readConfigBytes(this.opts.path);
+    } catch (err) {
+      const e = err as ConfigFileError;
+      // A missing file mid-swap is not a change; the next event or poll sees the new one.
+      if (e.missing || e.identity === this.lastSeen || this.stopped) return;
+      this.lastSeen = e.identity;
+      return this.opts.onError(e);
+    }
+    const digest = digestOf(bytes);
+    if (digest === this.lastSeen) return;
+    this.lastSeen = digest;
     let cfg: Config;
     try {
-      cfg = buildConfig(readConfigFile(this.opts.path), this.opts.env);
+      cfg = buildConfig(await parseConfigTextOffLoop(this.opts.path, bytes.toString('utf8')), this.opts.env);
     } catch (err) {
-      this.opts.onError(err as Error);
+      if (!this.stopped) this.opts.onError(err as Error);
       return;
     }
-    this.opts.onReload(cfg);
+    if (!this.stopped) this.opts.onReload(cfg);
   }
 }

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { filterResponseHeaders, prepareRequestHeaders } from './headers.js';
+import { connectionNamesJudgedField, filterResponseHeaders, prepareRequestHeaders } from './headers.js';
 
 const prepared = (headers: IncomingHttpHeaders, key: string | null, extra: { googKey?: boolean } = {}): IncomingHttpHeaders => {
   const h = { ...headers };
@@ -60,5 +60,19 @@ describe('filterResponseHeaders', () => {
   it('keeps the relay CORS headers as they are', () => {
     const raw = ['Access-Control-Allow-Origin', '*', 'Access-Control-Allow-Credentials', 'true', 'Connection', 'keep-alive'];
     expect(filterResponseHeaders(raw)).toEqual(['Access-Control-Allow-Origin', '*', 'Access-Control-Allow-Credentials', 'true']);
+  });
+});
+
+describe('connectionNamesJudgedField', () => {
+  it('finds a field sluice judges by among the Connection tokens, in any case, in one header or several', () => {
+    expect(connectionNamesJudgedField('close, Content-Type')).toBe('content-type');
+    expect(connectionNamesJudgedField(['keep-alive', ' X-API-Key '])).toBe('x-api-key');
+    expect(connectionNamesJudgedField('te, host')).toBe('host');
+  });
+
+  it('finds none in the usual values or in fields sluice neither reads nor rewrites', () => {
+    for (const v of [undefined, 'keep-alive', 'close', 'Keep-Alive', 'upgrade', 'te, trailers', 'x-trace', 'close, anthropic-version', '']) {
+      expect(connectionNamesJudgedField(v)).toBeNull();
+    }
   });
 });

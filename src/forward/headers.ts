@@ -39,6 +39,32 @@ function connectionTokens(value: string | string[] | undefined): ReadonlySet<str
   return out;
 }
 
+/**
+ * End-to-end fields sluice reads to judge a request (its body's framing, type and coding, the key
+ * headers, a preflight's) or rewrites for the relay (Host, the key headers). A `Connection` header
+ * naming one declares it hop-by-hop: forwarding would drop it, and the relay would read another
+ * request than the one sluice judged (`Connection: close, content-type` and the model read from a
+ * JSON body the relay then sees without its Content-Type).
+ */
+const JUDGED_FIELDS: ReadonlySet<string> = new Set([
+  'content-type',
+  'content-encoding',
+  'content-length',
+  'transfer-encoding',
+  'host',
+  'authorization',
+  'x-api-key',
+  'x-goog-api-key',
+  'origin',
+  'access-control-request-method',
+]);
+
+/** The first field sluice judges the request by that its `Connection` header names, or null. */
+export function connectionNamesJudgedField(value: string | string[] | undefined): string | null {
+  for (const name of connectionTokens(value)) if (JUDGED_FIELDS.has(name)) return name;
+  return null;
+}
+
 function isHopByHop(name: string): boolean {
   return HOP_BY_HOP.has(name) || name.startsWith('proxy-');
 }

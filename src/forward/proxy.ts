@@ -8,6 +8,7 @@
  */
 import type http from 'node:http';
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import {
   createProxyEngine,
   createUpstreamAgent,
@@ -235,10 +236,34 @@ function onClientFinish(this: ServerResponse & Carrier): void {
   if (state) state.finish('admitted', state.status, state.upstreamMs);
 }
 
+/**
+ * The relay switched protocols though sluice asked for no switch (it strips `Upgrade`): Node's
+ * client then emits neither a response nor an error, only 'upgrade' to a listener (without one it
+ * closes the socket in silence), and the client would wait out upstream.headersTimeoutSeconds.
+ * Answered 502 at once instead, and the connection closed: what follows on it is no HTTP.
+ */
+function onRelayUpgrade(this: ClientRequest & Carrier, _up: IncomingMessage, socket: Duplex): void {
+  socket.destroy();
+  const state = this[JOB];
+  if (state) refuseSwitch(state);
+}
+
+const SWITCHED = 'the relay answered 101 Switching Protocols to a request that asked for no protocol switch';
+
+function refuseSwitch(state: JobState): void {
+  if (state.finished) return;
+  const err = new Error(SWITCHED);
+  if (state.res.destroyed || state.res.writableEnded) return state.finish('client_aborted', null, null, err);
+  sendError(state.res, Errors.UPSTREAM_UNREACHABLE, state.requestId);
+  state.finish('upstream_error', null, performance.now() - state.sentAt, err);
+}
+
 function onProxyReq(proxyReq: ClientRequest, req: IncomingMessage): void {
   const state = (req as WithJob)[JOB];
   if (!state) return;
   state.proxyReq = proxyReq;
+  (proxyReq as ClientRequest & Carrier)[JOB] = state;
+  proxyReq.on('upgrade', onRelayUpgrade);
   // The client left while the relay connection was still being made: do not send the request at all.
   if (state.res.destroyed && !state.res.writableFinished) proxyReq.destroy();
 }
@@ -254,6 +279,12 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
     // Answered already (the headers came after sluice's 504).
     up.destroy();
     return;
+  }
+  if (up.statusCode === 101) {
+    // A 101 without `Upgrade` reaches here as a response: the same refusal, never passed on.
+    up.destroy();
+    state.proxyReq?.destroy();
+    return refuseSwitch(state);
   }
   const upstreamMs = performance.now() - state.sentAt;
   const status = up.statusCode ?? 502;

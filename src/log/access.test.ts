@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino, { type Logger, type LoggerOptions } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { accessFields, createAccessLog, redactPath, wantsAccessLine, type AccessRecord } from './access.js';
+import { accessFields, boundLogged, createAccessLog, LOGGED_FIELD_MAX_CHARS, redactPath, wantsAccessLine, type AccessRecord } from './access.js';
 import { createLogger } from './index.js';
 import type { Outcome } from '../answers/outcome.js';
 
@@ -194,5 +194,33 @@ describe('keys in the logged path', () => {
       expect(text).not.toContain(sluiceKey.slice(3));
       expect((JSON.parse(text) as { path: string }).path).toBe('/[redacted]/v1/models');
     }
+  });
+});
+
+describe('fields taken from the request are bounded', () => {
+  it('logs a value over LOGGED_FIELD_MAX_CHARS as its first characters and the whole length, in at most that many characters', () => {
+    const long = 'm'.repeat(7_900_000);
+    const cut = boundLogged(long);
+    expect(cut.length).toBeLessThanOrEqual(LOGGED_FIELD_MAX_CHARS);
+    expect(cut).toMatch(/^m+…\[cut, 7900000 chars\]$/);
+    // Bounding again changes nothing; a value at the bound is whole.
+    expect(boundLogged(cut)).toBe(cut);
+    const edge = 'e'.repeat(LOGGED_FIELD_MAX_CHARS);
+    expect(boundLogged(edge)).toBe(edge);
+    expect(boundLogged(edge + 'e')).toMatch(/…\[cut, 257 chars\]$/);
+  });
+
+  it('never cuts between the halves of a surrogate pair', () => {
+    for (let pad = 0; pad < 4; pad++) {
+      const cut = boundLogged('a'.repeat(pad) + '🚀'.repeat(400));
+      expect((cut as string & { isWellFormed(): boolean }).isWellFormed()).toBe(true);
+    }
+  });
+
+  it('cuts the path after redacting it, and the model, in the access line', () => {
+    const key = 'sk-' + 'Ab1'.repeat(16);
+    const fields = accessFields({ ...base, path: `/${key}/` + 'p'.repeat(1000), model: 'x'.repeat(5000) }, 'admitted', 1);
+    expect(fields.path).toMatch(/^\/\[redacted\]\/p+…\[cut, 1012 chars\]$/);
+    expect(fields.model).toMatch(/^x+…\[cut, 5000 chars\]$/);
   });
 });

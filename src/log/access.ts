@@ -61,18 +61,44 @@ export function redactPath(path: string): string {
 }
 
 /**
+ * The longest value a field taken from the request (the path, the model) is logged with, in
+ * characters (UTF-16 code units), marker included. Real model ids and routes are far shorter; a
+ * client's megabytes are not worth a log line each (issue 25: a 7.7 KB gzip body naming a 7.9 MB
+ * model wrote a 7.9 MB line). A constant, not a setting: no operator needs more of it.
+ */
+export const LOGGED_FIELD_MAX_CHARS = 256;
+
+/**
+ * A value taken from the request, as logged: whole up to LOGGED_FIELD_MAX_CHARS, else its first
+ * characters and `…[cut, <length> chars]`, the length being the whole value's. At most
+ * LOGGED_FIELD_MAX_CHARS in all, so that bounding a bounded value changes nothing.
+ */
+export function boundLogged(value: string): string {
+  if (value.length <= LOGGED_FIELD_MAX_CHARS) return value;
+  const marker = `…[cut, ${value.length} chars]`;
+  let end = LOGGED_FIELD_MAX_CHARS - marker.length;
+  // Never between the two halves of a surrogate pair.
+  const last = value.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  // A copy, not a slice: V8 keeps a slice of a long string as a view of all of it, and the trace
+  // holding this lives as long as the request (a stream: minutes).
+  return Buffer.from(value.slice(0, end), 'utf16le').toString('utf16le') + marker;
+}
+
+/**
  * The access line's fields, in the order they are written. Fields left undefined are omitted.
+ * Fields taken from the request are bounded (boundLogged).
  */
 export function accessFields(r: AccessRecord, decision: Outcome, totalMs: number): Record<string, unknown> {
   return {
     reqId: r.id,
     method: r.method,
-    path: redactPath(r.path),
+    path: boundLogged(redactPath(r.path)),
     family: r.family,
     ip: r.ip,
     user: r.user,
     keyId: r.keyId,
-    model: r.model ?? undefined,
+    model: r.model == null ? undefined : boundLogged(r.model),
     freeTier: r.freeTier,
     shadow: r.shadow,
     decision,

@@ -19,8 +19,10 @@ export interface ChildSluice {
   adminUrl: string;
   /** The `sluice listening` log line. */
   listening: Record<string, unknown>;
-  /** Every JSON log line so far. */
+  /** Every JSON log line so far (a line over 1 MiB is counted in the bytes below, not kept). */
   lines(): Array<Record<string, unknown>>;
+  /** Bytes written to stdout so far, and the longest line among them. */
+  stdout(): { bytes: number; longestLine: number };
   createKey(user: string): Promise<string>;
   /** Resident memory now and at its peak since start (VmRSS, VmHWM), in bytes. */
   memory(): { rss: number; peak: number };
@@ -39,6 +41,9 @@ export interface ChildOptions {
   /** Soft and hard RLIMIT_NOFILE of the child (`ulimit -n`). */
   nofile?: number;
 }
+
+/** Log lines longer than this are counted, not parsed and kept (a test may provoke huge ones). */
+const KEEP_LINE_BYTES = 1024 * 1024;
 
 /** The Deployment's heap bound (deploy/base/deployment.yaml, NODE_OPTIONS). */
 const DEPLOYMENT_NODE_OPTIONS = '--max-old-space-size=160';
@@ -69,19 +74,44 @@ export async function startChildSluice(opts: ChildOptions): Promise<ChildSluice>
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const parsed: Array<Record<string, unknown>> = [];
-  let partial = '';
-  let stderr = '';
-  child.stdout!.on('data', (b: Buffer) => {
-    const text = partial + b.toString('utf8');
-    const lines = text.split('\n');
-    partial = lines.pop()!;
-    for (const l of lines) {
+  // The line being received: its pieces while it stays within KEEP_LINE_BYTES, and its length.
+  let pieces: Buffer[] = [];
+  let kept = 0;
+  let lineLength = 0;
+  let bytes = 0;
+  let longestLine = 0;
+  const take = (piece: Buffer): void => {
+    lineLength += piece.length;
+    if (kept + piece.length <= KEEP_LINE_BYTES) {
+      pieces.push(piece);
+      kept += piece.length;
+    } else {
+      pieces = [];
+      kept = Infinity;
+    }
+  };
+  const endLine = (): void => {
+    longestLine = Math.max(longestLine, lineLength);
+    if (kept !== Infinity) {
       try {
-        parsed.push(JSON.parse(l) as Record<string, unknown>);
+        parsed.push(JSON.parse(Buffer.concat(pieces).toString('utf8')) as Record<string, unknown>);
       } catch {
         /* not a log line */
       }
     }
+    pieces = [];
+    kept = lineLength = 0;
+  };
+  let stderr = '';
+  child.stdout!.on('data', (b: Buffer) => {
+    bytes += b.length;
+    let at = 0;
+    for (let nl = b.indexOf(0x0a); nl !== -1; nl = b.indexOf(0x0a, at)) {
+      take(b.subarray(at, nl));
+      endLine();
+      at = nl + 1;
+    }
+    take(b.subarray(at));
   });
   child.stderr!.on('data', (b: Buffer) => (stderr = (stderr + b.toString('utf8')).slice(-4000)));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
@@ -110,6 +140,7 @@ export async function startChildSluice(opts: ChildOptions): Promise<ChildSluice>
     adminUrl,
     listening,
     lines: () => parsed,
+    stdout: () => ({ bytes, longestLine }),
     async createKey(user) {
       const r = await fetch(`${adminUrl}/admin/keys`, {
         method: 'POST',

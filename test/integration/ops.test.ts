@@ -1,11 +1,9 @@
-import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log/index.js';
+import { ConfigMapDir } from '../support/configmap.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
 import { metricsText, metricValue } from '../support/helpers.js';
@@ -33,26 +31,6 @@ function captureLog(): { log: Logger; lines: string[]; requestLines: () => Array
     lines,
     requestLines: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request'),
   };
-}
-
-/** A ConfigMap-style mount: the file is a symlink through `..data`, swapped atomically. */
-class ConfigMapDir {
-  readonly dir = mkdtempSync(join(tmpdir(), 'sluice-cm-'));
-  private n = 0;
-  constructor(content: string) {
-    this.write(content);
-    symlinkSync('..data/config.yaml', join(this.dir, 'config.yaml'));
-  }
-  get path(): string {
-    return join(this.dir, 'config.yaml');
-  }
-  write(content: string): void {
-    const ts = `..2026_${++this.n}`;
-    mkdirSync(join(this.dir, ts));
-    writeFileSync(join(this.dir, ts, 'config.yaml'), content);
-    symlinkSync(ts, join(this.dir, '..data_tmp'));
-    renameSync(join(this.dir, '..data_tmp'), join(this.dir, '..data'));
-  }
 }
 
 describe('config hot reload through a ConfigMap symlink swap', () => {

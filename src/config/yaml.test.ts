@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { parseConfigText, parseConfigTextOffLoop } from './yaml.js';
+
+describe('parsing the config file', () => {
+  it('gives the same mapping, and the same refusals, on the event loop and off it', async () => {
+    const cases: Array<[string, unknown]> = [
+      ['freeTier:\n  perMinute: 3\n  models: [a, b]\n', { freeTier: { perMinute: 3, models: ['a', 'b'] } }],
+      ['{"port": 8081}', { port: 8081 }],
+      ['', {}],
+      ['# only a comment\n', {}],
+    ];
+    for (const [text, doc] of cases) {
+      expect(parseConfigText('/c.yaml', text)).toEqual(doc);
+      expect(await parseConfigTextOffLoop('/c.yaml', text)).toEqual(doc);
+    }
+    for (const [text, message] of [
+      ['a: [1, 2', /^config file \/c\.yaml is not valid YAML: /],
+      ['a: 1\na: 2\n', /^config file \/c\.yaml is not valid YAML: .*unique/],
+      ['- 1\n- 2\n', /^config file \/c\.yaml must hold a mapping at its top level$/],
+    ] as const) {
+      expect(() => parseConfigText('/c.yaml', text)).toThrow(message);
+      await expect(parseConfigTextOffLoop('/c.yaml', text)).rejects.toThrow(message);
+    }
+  });
+});
