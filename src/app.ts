@@ -20,10 +20,12 @@ import { ConfigWatcher } from './config/watch.js';
 import { Forwarder } from './forward/proxy.js';
 import { createGateway } from './gateway.js';
 import { GuardedLimits } from './limits/guard.js';
+import { OutageLedger } from './limits/outage-ledger.js';
 import { createLogger } from './log/index.js';
 import { Metrics } from './metrics/index.js';
 import { exposedGc, startIdleCollection, type IdleCollectionOptions } from './runtime/idle-gc.js';
 import { applyReload, buildPolicy, type Policy } from './limits/policy.js';
+import { StoreHealth } from './store/health.js';
 import { MemoryStore } from './store/memory.js';
 import { RedisStore, redisStoreOptions } from './store/redis/index.js';
 import type { Store } from './store/types.js';
@@ -121,7 +123,12 @@ export function createSluice(opts: SluiceOptions): Sluice {
       )
     : undefined;
   const store = opts.store ?? createStore(config, log);
-  const limits = new GuardedLimits(store, metrics, () => config.limits.onStoreError);
+  const storeHealth = new StoreHealth(store, () => clock.now(), log);
+  const outage = new OutageLedger(store, metrics, log, () => clock.now());
+  const limits = new GuardedLimits(store, metrics, () => config.limits.onStoreError, outage);
+  // Once the store answers again, what this replica admitted on its own meanwhile joins its counts.
+  storeHealth.onAnswer(() => void outage.replay());
+  metrics.storeUp(() => (storeHealth.get().state === 'ok' ? 1 : 0));
   let policy: Policy = buildPolicy(config, limits, clock);
   // A store that reconnected may have lost counts (a Redis restarted without persistence): the
   // refusals kept from before could refuse calls it would now admit.
@@ -132,6 +139,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
   // The embedded store makes no round trip: only Redis lookups are timed (sluice_store_seconds).
   const timed = store.kind === 'redis' ? <T>(fn: () => Promise<T>): Promise<T> => metrics.timeStore('find_key', fn) : undefined;
   const relayKeys = createRelayKeySource(config, clock, log, metrics);
+  if (relayKeys) metrics.relayDbUp(() => (relayKeys.health().state === 'ok' ? 1 : 0));
   // The relay's database first: it is authoritative for the keys it holds (a key it refuses is
   // refused, whatever sluice's registry says); the registry answers for keys it does not hold.
   const sources: KeySource[] = [storeKeySource(store, timed)];
@@ -220,14 +228,19 @@ export function createSluice(opts: SluiceOptions): Sluice {
     keys,
     freeTier: () => policy.freeTier,
     ready: async () => {
-      const storeUp = await store.ping();
-      const checks: Record<string, unknown> = { store: storeUp ? 'ok' : 'unreachable' };
+      // Readiness says whether this replica can serve, not whether a shared dependency is up.
+      // Not ready until the store (and the relay's database) answered once since start: a wrong
+      // address or password keeps a new Pod out of service. An outage after that is reported
+      // here and in sluice_store_up / sluice_relay_db_up, but does not take the replica out:
+      // every replica shares them and would go at once, emptying the Service while known keys
+      // and paid calls still work, and limits follow limits.onStoreError (sluice's own 503 with
+      // Retry-After under `closed` beats an ingress's bare one).
+      await storeHealth.probe(); // the body says how the store is now (a PING, bounded by redis.commandTimeoutMs)
+      const s = storeHealth.get();
+      const checks: Record<string, unknown> = { store: { kind: store.kind, state: s.state, since: new Date(s.since).toISOString(), error: s.error } };
       const full = saturation();
-      let ready = !draining && storeUp && full === null;
+      let ready = !draining && full === null && s.state !== 'starting';
       if (relayKeys) {
-        // Not ready until the relay's database was reached once (a wrong address or password
-        // keeps a new Pod out of service); an outage after that is reported but does not take
-        // the replica out: known keys keep working, and every replica would go at once.
         const h = relayKeys.health();
         checks.relayDb = { state: h.state, since: new Date(h.since).toISOString(), database: h.database, schema: h.schema, error: h.error };
         if (h.state === 'starting') ready = false;
@@ -313,6 +326,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
       for (const s of [publicServer, adminServer]) s.on('error', (err: Error) => log.error({ err: err.message }, 'listener error'));
       watcher?.start();
       relayKeys?.start();
+      storeHealth.start();
       log.info(
         { port, adminPort, upstream: config.upstream.url.origin, store: store.kind, maxConnections: cap.cap, openFileLimit: nofile, bodyBudgetBytes: config.bodyBudgetBytes },
         'sluice listening',
@@ -344,6 +358,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
       closed = true;
       draining = true;
       watcher?.stop();
+      storeHealth.stop();
       stopIdleCollection?.();
       publicServer.closeAllConnections();
       adminServer.closeAllConnections();
