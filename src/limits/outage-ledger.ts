@@ -13,8 +13,8 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/index.js';
 import type { OutageAdmission, ReplayOutcome, Store } from '../store/types.js';
 
-/** Admissions kept for replay at most (about 300 bytes each: 15 MB at the bound). */
-export const MAX_OUTAGE_ADMISSIONS = 50_000;
+/** Admissions kept for replay at most (about 400 bytes each, measured: 8 MB at the bound). */
+export const MAX_OUTAGE_ADMISSIONS = 20_000;
 
 /** Admissions handed to the store per call (it cuts them into script runs of up to 64). */
 const CHUNK = 1024;

@@ -30,6 +30,7 @@ export class StoreHealth {
   private readonly status: StoreHealthState;
   private timer: NodeJS.Timeout | null = null;
   private probing: Promise<void> | null = null;
+  private stopped = false;
   private readonly answered: Array<() => void> = [];
 
   constructor(
@@ -58,7 +59,9 @@ export class StoreHealth {
     this.timer.unref();
   }
 
+  /** Stops asking; an answer still on its way is not recorded (the store is closing). */
   stop(): void {
+    this.stopped = true;
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
   }
@@ -70,7 +73,7 @@ export class StoreHealth {
       () => {
         this.probing = null;
         this.set('ok', null);
-        for (const l of this.answered) l();
+        if (!this.stopped) for (const l of this.answered) l();
       },
       (err: unknown) => {
         this.probing = null;
@@ -81,6 +84,7 @@ export class StoreHealth {
   }
 
   private set(state: 'ok' | 'failing', error: string | null): void {
+    if (this.stopped) return;
     const s = this.status;
     if (state === 'failing' && s.state === 'starting') {
       if (s.error === null) this.log.warn({ err: error }, 'store (Redis) not reached yet: this replica is not ready until it answers');
