@@ -72,22 +72,29 @@ describe('Redis frozen for 30 s under traffic, two replicas', () => {
     const t0 = Date.now();
     const paid: number[] = [];
     const free: number[] = [];
+    const until = (ms: number) => sleep(Math.max(0, t0 + ms - Date.now()));
     try {
-      // Six free calls per user, three on each replica, and paid calls, spread over the freeze.
-      let k = 0;
-      while (Date.now() - t0 < PAUSE_MS) {
-        await sample();
-        const u = k % users.length;
-        const r = Math.floor(k / users.length) % 2;
-        paid.push((await call(r, u, 'vend-flash')).status);
-        if (k < 18 && Date.now() - t0 > 2000 + k * 1500) {
-          const s = (await call(r, u, 'vend-flash-free')).status;
-          free.push(s);
-          if (s === 200) admitted[u]!++;
-          k++;
-        }
-        await sleep(300);
-      }
+      await Promise.all([
+        // Readiness and sluice_store_up of both replicas, twice a second.
+        (async () => {
+          while (Date.now() - t0 < PAUSE_MS) await Promise.all([sample(), sleep(500)]);
+        })(),
+        // Paid calls of every user, on either replica.
+        (async () => {
+          for (let i = 0; Date.now() - t0 < PAUSE_MS; i++) await Promise.all([call(i % 2, i % users.length, 'vend-flash').then((r) => paid.push(r.status)), sleep(400)]);
+        })(),
+        // Six free calls per user, three on each replica, spread over the freeze from 2 s in.
+        (async () => {
+          for (let k = 0; k < 18; k++) {
+            await until(2000 + k * 1400);
+            const u = k % users.length;
+            const s = (await call(Math.floor(k / users.length) % 2, u, 'vend-flash-free')).status;
+            free.push(s);
+            if (s === 200) admitted[u]!++;
+          }
+        })(),
+      ]);
+      await until(PAUSE_MS);
     } finally {
       redis.resume();
     }
