@@ -228,13 +228,10 @@ export function createSluice(opts: SluiceOptions): Sluice {
     keys,
     freeTier: () => policy.freeTier,
     ready: async () => {
-      // Readiness says whether this replica can serve, not whether a shared dependency is up.
-      // Not ready until the store (and the relay's database) answered once since start: a wrong
-      // address or password keeps a new Pod out of service. An outage after that is reported
-      // here and in sluice_store_up / sluice_relay_db_up, but does not take the replica out:
-      // every replica shares them and would go at once, emptying the Service while known keys
-      // and paid calls still work, and limits follow limits.onStoreError (sluice's own 503 with
-      // Retry-After under `closed` beats an ingress's bare one).
+      // Whether this replica can serve, not whether a shared dependency is up: not ready until the
+      // store (and the relay's database) answered once since start, so a wrong address keeps a new
+      // Pod out; an outage after that is reported (here, sluice_store_up, sluice_relay_db_up) but
+      // would take every replica out at once while they still serve (docs/operations.md, Probes).
       await storeHealth.probe(); // the body says how the store is now (a PING, bounded by redis.commandTimeoutMs)
       const s = storeHealth.get();
       const checks: Record<string, unknown> = { store: { kind: store.kind, state: s.state, since: new Date(s.since).toISOString(), error: s.error } };

@@ -146,7 +146,7 @@ export class RedisDecisions {
 }
 
 /** A check's period: a window's length, a counter's reset instant. */
-export const periodOf = (c: LimitCheck): number => (c.kind === 'window' ? c.windowMs : c.resetAtMs);
+const periodOf = (c: LimitCheck): number => (c.kind === 'window' ? c.windowMs : c.resetAtMs);
 
 /** A check as the scripts take it in ARGV: 'w', limit, windowMs or 'c', limit, resetAtMs. */
 export function pushTriple(c: LimitCheck, args: Array<string | number>): void {
