@@ -124,7 +124,16 @@ export class Authenticator {
 
   onChange(c: KeyChange): void {
     if (c.type === 'flush') {
-      this.cache.clear();
+      // Every answer is asked for again (a deletion may have been missed), but a key seen valid
+      // stays as the outage fallback: the feed can come back before the store answers (a
+      // failover), and such a key keeps working meanwhile, as in any outage.
+      for (const [hash, e] of this.cache) {
+        if (e.identity === null) this.cache.delete(hash);
+        else {
+          e.ttl = 0;
+          e.degraded = false;
+        }
+      }
       // Lookups under way may have been answered before changes the disconnect hid: their answers
       // serve the requests already waiting but are not kept, and later requests start their own.
       for (const lookup of this.pending.values()) lookup.raced = 'flush';
