@@ -255,12 +255,15 @@ describe('shadow mode', () => {
     expect(metricValue(text, 'sluice_shadow_rejections_total', { limit: 'ip:usage' })).toBe(3);
   });
 
-  it('on the embedded store, key lookups and decisions record no store latency (there is no round trip)', async () => {
+  it('on the embedded store, key lookups and decisions record no store latency (there is no round trip), and the store is always up', async () => {
     const { key } = await h.createKey('embedded-metrics');
     expect((await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"x-free"}' })).status).toBe(200);
     const text = await metricsText(h);
     expect(metricValue(text, 'sluice_requests_total', { family: 'chat', outcome: 'admitted' })).toBeGreaterThanOrEqual(1);
     expect(metricValue(text, 'sluice_store_seconds_count')).toBeUndefined();
+    // It lives in the process: always up. No relay database configured: no such gauge.
+    expect(metricValue(text, 'sluice_store_up')).toBe(1);
+    expect(metricValue(text, 'sluice_relay_db_up')).toBeUndefined();
   });
 });
 
