@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';
 import type { LimitCheck, OutageAdmission, ReplayOutcome, Store } from '../store/types.js';
@@ -28,7 +28,10 @@ function logLines(): { log: pino.Logger; lines: Array<{ msg: string } & Record<s
 const results = (m: Metrics) => Object.fromEntries(m.outageReplays.get().values.map((v) => [v.labels.result, v.value]));
 
 describe('OutageLedger', () => {
-  it('hands every waiting admission to the store once, keeps those it did not answer for the next replay, and logs the outcome when none is left', async () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('hands every waiting admission to the store once, keeps those it did not answer for a replay a second later, and logs the outcome when none is left', async () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
     let down = true;
     const store = replayingStore((a) => (down && a.member === 'b' ? 'retry' : 'replayed'));
     const metrics = new Metrics({ processMetrics: false });
@@ -40,6 +43,9 @@ describe('OutageLedger', () => {
     expect(ledger.size).toBe(1);
     expect(lines.some((l) => l.msg.includes('added to the shared counts'))).toBe(false);
     down = false;
+    await ledger.replay(); // too soon: a store that just failed is not asked again at once
+    expect(store.handed).toEqual(['a', 'b', 'c']);
+    vi.advanceTimersByTime(1000);
     await ledger.replay();
     expect(store.handed).toEqual(['a', 'b', 'c', 'b']);
     expect(ledger.size).toBe(0);

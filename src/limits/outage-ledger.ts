@@ -19,6 +19,9 @@ export const MAX_OUTAGE_ADMISSIONS = 20_000;
 /** Admissions handed to the store per call (it cuts them into script runs of up to 64). */
 const CHUNK = 1024;
 
+/** After a replay the store did not finish, the next waits this long (real time): decisions that succeed must not each start one. */
+const RETRY_AFTER_MS = 1000;
+
 type Tally = Record<Exclude<ReplayOutcome, 'retry'> | 'dropped', number>;
 
 const emptyTally = (): Tally => ({ replayed: 0, already_counted: 0, expired: 0, unknown: 0, failed: 0, dropped: 0 });
@@ -34,6 +37,8 @@ export class OutageLedger {
   /** What became of the admissions since the outage began, for the log line at its end. */
   private tally = emptyTally();
   private pruneAt = 0;
+  /** No replay starts before this instant (performance.now()). */
+  private retryAt = 0;
 
   constructor(
     private readonly store: Store,
@@ -65,7 +70,7 @@ export class OutageLedger {
    * answering (those wait for the next call). One replay at a time: a call meanwhile joins it.
    */
   replay(): Promise<void> {
-    if (this.running === null && this.waiting.length > 0) {
+    if (this.running === null && this.waiting.length > 0 && performance.now() >= this.retryAt) {
       this.running = this.drain().finally(() => (this.running = null));
     }
     return this.running ?? Promise.resolve();
@@ -80,6 +85,7 @@ export class OutageLedger {
       try {
         outcomes = await send(chunk, this.now());
       } catch (err) {
+        this.retryAt = performance.now() + RETRY_AFTER_MS;
         this.log.error({ err: err instanceof Error ? err.message : String(err) }, 'store outage: replaying the calls admitted in memory failed');
         return;
       }
@@ -91,7 +97,10 @@ export class OutageLedger {
       });
       // Admissions recorded while this chunk was out were appended behind it.
       this.waiting = again.concat(this.waiting.slice(chunk.length));
-      if (again.length > 0) return; // the store stopped answering: the next call goes on
+      if (again.length > 0) {
+        this.retryAt = performance.now() + RETRY_AFTER_MS; // the store stopped answering: a later call goes on
+        return;
+      }
     }
     const t = this.tally;
     this.tally = emptyTally();
