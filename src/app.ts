@@ -21,11 +21,13 @@ import { ConfigWatcher } from './config/watch.js';
 import { Forwarder } from './forward/proxy.js';
 import { createGateway } from './gateway.js';
 import { GuardedLimits } from './limits/guard.js';
+import { OutageLedger } from './limits/outage-ledger.js';
 import { createLogger } from './log/index.js';
 import { Metrics } from './metrics/index.js';
 import { exposedGc, startIdleCollection, type IdleCollectionOptions } from './runtime/idle-gc.js';
 import { buildInfo } from './runtime/version.js';
 import { applyReload, buildPolicy, type Policy } from './limits/policy.js';
+import { StoreHealth } from './store/health.js';
 import { MemoryStore } from './store/memory.js';
 import { RedisStore, redisStoreOptions } from './store/redis/index.js';
 import type { Store } from './store/types.js';
@@ -126,7 +128,12 @@ export function createSluice(opts: SluiceOptions): Sluice {
       )
     : undefined;
   const store = opts.store ?? createStore(config, log);
-  const limits = new GuardedLimits(store, metrics, () => config.limits.onStoreError);
+  const storeHealth = new StoreHealth(store, () => clock.now(), log);
+  const outage = new OutageLedger(store, metrics, log, () => clock.now());
+  const limits = new GuardedLimits(store, metrics, () => config.limits.onStoreError, outage);
+  // Once the store answers again, what this replica admitted on its own meanwhile joins its counts.
+  storeHealth.onAnswer(() => void outage.replay());
+  metrics.storeUp(() => (storeHealth.get().state === 'ok' ? 1 : 0));
   let policy: Policy = buildPolicy(config, limits, clock);
   // A store that reconnected may have lost counts (a Redis restarted without persistence): the
   // refusals kept from before could refuse calls it would now admit.
@@ -137,6 +144,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
   // The embedded store makes no round trip: only Redis lookups are timed (sluice_store_seconds).
   const timed = store.kind === 'redis' ? <T>(fn: () => Promise<T>): Promise<T> => metrics.timeStore('find_key', fn) : undefined;
   const relayKeys = createRelayKeySource(config, clock, log, metrics);
+  if (relayKeys) metrics.relayDbUp(() => (relayKeys.health().state === 'ok' ? 1 : 0));
   // The relay's database first: it is authoritative for the keys it holds (a key it refuses is
   // refused, whatever sluice's registry says); the registry answers for keys it does not hold.
   const sources: KeySource[] = [storeKeySource(store, timed)];
@@ -231,14 +239,16 @@ export function createSluice(opts: SluiceOptions): Sluice {
     keys,
     freeTier: () => policy.freeTier,
     ready: async () => {
-      const storeUp = await store.ping();
-      const checks: Record<string, unknown> = { store: storeUp ? 'ok' : 'unreachable' };
+      // Whether this replica can serve, not whether a shared dependency is up: not ready until the
+      // store (and the relay's database) answered once since start, so a wrong address keeps a new
+      // Pod out; an outage after that is reported (here, sluice_store_up, sluice_relay_db_up) but
+      // would take every replica out at once while they still serve (docs/operations.md, Probes).
+      await storeHealth.probe(); // the body says how the store is now (a PING, bounded by redis.commandTimeoutMs)
+      const s = storeHealth.get();
+      const checks: Record<string, unknown> = { store: { kind: store.kind, state: s.state, since: new Date(s.since).toISOString(), error: s.error } };
       const full = saturation();
-      let ready = !draining && storeUp && full === null;
+      let ready = !draining && full === null && s.state !== 'starting';
       if (relayKeys) {
-        // Not ready until the relay's database was reached once (a wrong address or password
-        // keeps a new Pod out of service); an outage after that is reported but does not take
-        // the replica out: known keys keep working, and every replica would go at once.
         const h = relayKeys.health();
         checks.relayDb = { state: h.state, since: new Date(h.since).toISOString(), database: h.database, schema: h.schema, error: h.error };
         if (h.state === 'starting') ready = false;
@@ -350,6 +360,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
       for (const s of [publicServer, adminServer]) s.on('error', (err: Error) => log.error({ err: err.message }, 'listener error'));
       watcher?.start();
       relayKeys?.start();
+      storeHealth.start();
       log.info(
         { ...build, port, adminPort, upstream: config.upstream.url.origin, store: store.kind, maxConnections: cap.cap, openFileLimit: nofile, bodyBudgetBytes: config.bodyBudgetBytes },
         'sluice listening',
@@ -366,6 +377,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
       closed = true;
       draining = true;
       watcher?.stop();
+      storeHealth.stop();
       stopIdleCollection?.();
       publicServer.closeAllConnections();
       adminServer.closeAllConnections();

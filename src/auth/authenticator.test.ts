@@ -217,6 +217,27 @@ describe('Authenticator', () => {
       expect(a.cached([KEY])).toBeNull();
     });
 
+    it('after a flush, a key seen valid is asked for again, and keeps working from memory while the sources cannot answer (a failover: the change feed is back before the store)', async () => {
+      const { clock, known, m, a, asked } = await warm();
+      clock.advance(1000);
+      m.change({ type: 'flush' });
+      expect(a.cached([KEY])).toBeNull(); // a deletion may have been missed: asked again
+      m.setDown(true);
+      const during = a.authenticate([KEY]);
+      await settle();
+      m.release();
+      expect(await during).toMatchObject({ ok: true, identity: { user: 'alice' } });
+      expect(asked()).toBe(2);
+      // Once the source answers, what it says holds: a key deleted meanwhile stops.
+      m.change({ type: 'flush' });
+      m.setDown(false);
+      known.delete(hashKey(KEY));
+      const after = a.authenticate([KEY]);
+      await settle();
+      m.release();
+      expect(await after).toMatchObject({ ok: false, reason: 'invalid' });
+    });
+
     it('after a flush, a request does not share a lookup started before it', async () => {
       const { clock, m, a, asked } = await warm();
       clock.advance(50_000);

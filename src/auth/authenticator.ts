@@ -139,10 +139,17 @@ export class Authenticator {
 
   onChange(c: KeyChange): void {
     if (c.type === 'flush') {
-      // Every answer is untrusted from now on (a lookup must confirm it, and none serves stale),
-      // but the entries stay: a key seen valid is still known to the lookup guard, so that a flush
-      // does not send every key in use through the budgets for unknown keys at once.
-      for (const e of this.cache.values()) e.at = -Infinity;
+      // Every answer is asked for again (a deletion may have been missed), but a key seen valid
+      // stays: as the outage fallback (the feed can come back before the store answers, in a
+      // failover, and such a key keeps working meanwhile, as in any outage), and as a key the
+      // lookup guard knows, so that a flush does not send every key in use through its budgets.
+      for (const [hash, e] of this.cache) {
+        if (e.identity === null) this.cache.delete(hash);
+        else {
+          e.ttl = 0;
+          e.degraded = false;
+        }
+      }
       // Lookups under way may have been answered before changes the disconnect hid: their answers
       // serve the requests already waiting but are not kept, and later requests start their own.
       for (const lookup of this.pending.values()) lookup.raced = 'flush';

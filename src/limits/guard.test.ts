@@ -1,9 +1,11 @@
+import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../answers/errors.js';
 import { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';
-import type { LimitCheck, Store } from '../store/types.js';
+import { NotSentError, type Decision, type LimitCheck, type OutageAdmission, type Store } from '../store/types.js';
 import { GuardedLimits } from './guard.js';
+import { OutageLedger } from './outage-ledger.js';
 
 const checks: LimitCheck[] = [{ kind: 'window', key: 'k', limit: 2, windowMs: 60_000 }];
 
@@ -35,4 +37,32 @@ describe('GuardedLimits', () => {
       await expect(g.consume(checks, 1000, 'm', 'free_tier')).rejects.toBeInstanceOf(StoreUnavailableError);
     });
   }
+});
+
+describe('GuardedLimits and the outage replay', () => {
+  it('keeps what "open" admitted (a decision never sent as not counted, one sent without answer as maybe counted, refusals not at all) and replays it once the store answers', async () => {
+    let answer: () => Promise<Decision> = () => Promise.reject(new NotSentError('not connected'));
+    const replayed: OutageAdmission[] = [];
+    const s = new MemoryStore() as unknown as Store & { kind: string };
+    Object.defineProperty(s, 'kind', { value: 'redis' });
+    s.consume = () => answer();
+    s.replayAdmissions = async (admissions) => {
+      replayed.push(...admissions);
+      return admissions.map(() => 'replayed' as const);
+    };
+    const metrics = new Metrics({ processMetrics: false });
+    const g = new GuardedLimits(s, metrics, () => 'open', new OutageLedger(s, metrics, pino({ level: 'silent' }), () => 1000));
+    expect((await g.consume(checks, 1000, 'm1', 'free_tier')).admitted).toBe(true);
+    answer = () => Promise.reject(new Error('Command timed out'));
+    expect((await g.consume(checks, 1000, 'm2', 'free_tier')).admitted).toBe(true);
+    expect((await g.consume(checks, 1000, 'm3', 'free_tier')).admitted).toBe(false); // the local window is full
+    expect(replayed).toEqual([]);
+    answer = () => Promise.resolve({ admitted: true, used: [1], resetMs: [60_000] });
+    await g.consume(checks, 1000, 'm4', 'free_tier');
+    await new Promise((r) => setImmediate(r));
+    expect(replayed.map((a) => [a.member, a.maybeCounted])).toEqual([
+      ['m1', false],
+      ['m2', true],
+    ]);
+  });
 });

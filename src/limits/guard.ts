@@ -2,13 +2,16 @@
  * Puts the store's limit calls under the outage policy. With
  * `limits.onStoreError: open` (the default, as Envoy and Kong do) a decision
  * the store cannot take is taken by this replica alone, in memory, so
- * clients keep working with per-replica limits; with `closed` the caller
- * answers 503. Either way nothing waits longer than the store's command bound.
+ * clients keep working with per-replica limits, and the calls it admits are
+ * kept (outage-ledger.ts) to be added to the shared counts once the store
+ * answers again; with `closed` the caller answers 503. Either way nothing
+ * waits longer than the store's command bound.
  */
 import { StoreUnavailableError } from '../answers/errors.js';
 import type { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';
-import type { Decision, LimitCheck, LimitState, Store } from '../store/types.js';
+import { NotSentError, type Decision, type LimitCheck, type LimitState, type Store } from '../store/types.js';
+import type { OutageLedger } from './outage-ledger.js';
 
 /** `degraded`: taken by this replica alone because the store could not be asked (an outage). */
 export type GuardedDecision = Decision & { degraded?: true };
@@ -25,6 +28,8 @@ export class GuardedLimits implements LimitStore {
     private readonly store: Store,
     private readonly metrics: Metrics,
     private readonly onStoreError: () => 'open' | 'closed',
+    /** Where the calls admitted in memory wait for the store (none: they are not replayed). */
+    private readonly ledger?: OutageLedger,
   ) {}
 
   consume(checks: readonly LimitCheck[], nowMs: number, member: string, limit: string): Promise<GuardedDecision> {
@@ -35,11 +40,14 @@ export class GuardedLimits implements LimitStore {
     try {
       pending = this.store.consume(checks, nowMs, member);
     } catch (err) {
-      pending = Promise.reject(err); // a store that throws at once gets the same outage policy
+      // A store that throws at once gets the same outage policy; it was not asked.
+      pending = Promise.reject(err instanceof Error ? new NotSentError(err.message) : err);
     }
     return pending.then(
       (d) => {
         this.metrics.observeStore('consume', start, false);
+        // The store answers: what was admitted in memory meanwhile can join its counts.
+        if (this.ledger !== undefined && this.ledger.size > 0) void this.ledger.replay();
         return d;
       },
       (err: unknown) => {
@@ -48,6 +56,7 @@ export class GuardedLimits implements LimitStore {
         this.metrics.degradedDecisions.inc({ limit });
         const d: GuardedDecision = this.local.consumeSync(checks, nowMs);
         d.degraded = true;
+        if (d.admitted) this.ledger?.record({ checks, nowMs, member, maybeCounted: !(err instanceof NotSentError) });
         return d;
       },
     );

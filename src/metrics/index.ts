@@ -30,6 +30,13 @@ export class Metrics {
   readonly degradedDecisions = this.add(
     new Counter('sluice_degraded_decisions_total', 'Limit decisions taken without the store (limits.onStoreError=open: counted in this replica only)', ['limit']),
   );
+  readonly outageReplays = this.add(
+    new Counter(
+      'sluice_outage_replays_total',
+      'Calls admitted in memory during a store outage (limits.onStoreError=open), by what became of them once the store answered again: replayed, already_counted, expired, unknown, failed, dropped',
+      ['result'],
+    ),
+  );
   readonly rememberedRefusals = this.add(
     new Counter('sluice_remembered_refusals_total', 'Refusals answered from memory, without asking the store (limits.rememberRefusalsSeconds)', ['limit']),
   );
@@ -81,6 +88,16 @@ export class Metrics {
       labelNames: ['version', 'commit', 'node'],
       registers: [this.registry],
     }).set({ version: info.version, commit: info.commit, node: info.node }, 1);
+  }
+
+  /** Whether the limit store answers (the app watches it: src/store/health.ts). */
+  storeUp(read: () => number): void {
+    this.add(new Gauge('sluice_store_up', 'Whether the store (Redis) answered its last PING, each second: 1 yes, 0 no or not yet since start; always 1 on the embedded store', read));
+  }
+
+  /** Whether the relay's database answers (set when `relayDb.url` is). */
+  relayDbUp(read: () => number): void {
+    this.add(new Gauge('sluice_relay_db_up', "Whether the relay's database answered its last statement: 1 yes, 0 no or not yet since start", read));
   }
 
   constructor(opts: { processMetrics?: boolean } = {}) {

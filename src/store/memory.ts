@@ -167,9 +167,7 @@ export class MemoryStore implements Store {
     for (const [k, w] of this.windows) if (w.times.length === 0 || w.times[w.times.length - 1]! <= nowMs - w.windowMs) this.windows.delete(k);
   }
 
-  async ping(): Promise<boolean> {
-    return true;
-  }
+  async ping(): Promise<void> {}
 
   async close(): Promise<void> {
     this.listeners.length = 0;

@@ -62,6 +62,38 @@ export interface LimitState {
 
 export type KeyChange = { type: 'deleted' | 'created'; hash: string } | { type: 'flush' };
 
+/**
+ * A call admitted by this replica alone while the store could not take its decision
+ * (`limits.onStoreError: open`), kept so that the store counts it once it answers again.
+ */
+export interface OutageAdmission {
+  checks: readonly LimitCheck[];
+  nowMs: number;
+  /** The decision's member (unique per call): the store recognises a call it already counted by it. */
+  member: string;
+  /**
+   * Whether the store may have counted it after all: its decision was sent and no answer came
+   * (a timeout, a connection lost mid-command), so it may have run, or may still run, in the
+   * store. False when it was never sent (no connection).
+   */
+  maybeCounted: boolean;
+}
+
+/**
+ * What became of an outage admission handed to the store: `replayed` (now counted),
+ * `already_counted` (the store had it: its own decision ran after all, or an earlier replay did),
+ * `expired` (its windows and day are over: nothing left to count), `unknown` (its decision may
+ * have run and no trace of it is left to tell: not counted, so as never to count it twice),
+ * `failed` (its own data is bad, e.g. a key of the wrong type), `retry` (the store did not
+ * answer: try again later).
+ */
+export type ReplayOutcome = 'replayed' | 'already_counted' | 'expired' | 'unknown' | 'failed' | 'retry';
+
+/** The store was not asked (no connection to send on): nothing was counted. */
+export class NotSentError extends Error {
+  override name = 'NotSentError';
+}
+
 export interface Store {
   readonly kind: 'redis' | 'memory';
 
@@ -88,7 +120,13 @@ export interface Store {
   /** The state of each limit now, without counting anything. */
   inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]>;
 
-  /** True when the store can serve now. */
-  ping(): Promise<boolean>;
+  /** Resolves when the store answers now; rejects with the reason it does not. */
+  ping(): Promise<void>;
+  /**
+   * Adds calls admitted during an outage to the store's counts, each at its own time, at most
+   * once whatever happened before (see OutageAdmission); one outcome per admission, in order.
+   * Only a store that can be unreachable has it (the embedded store never is).
+   */
+  replayAdmissions?(admissions: readonly OutageAdmission[], nowMs: number): Promise<ReplayOutcome[]>;
   close(): Promise<void>;
 }

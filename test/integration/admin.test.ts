@@ -83,16 +83,32 @@ describe.each(STORE_KINDS)('admin API on the %s store', (kind) => {
   });
 });
 
-describe('readiness follows the store', () => {
-  it('turns /readyz to 503 when Redis is gone, and admin calls that need it to 503 store_unavailable', async () => {
+describe('readiness and the store', () => {
+  it('stays ready when Redis stops answering after it answered once (the body and sluice_store_up say so); answers its own 503 with Retry-After under onStoreError: closed', async () => {
     const { spawnRedis } = await import('../support/redis.js');
     const redis = await spawnRedis();
-    const h = await startHarness({ store: 'redis', redisUrl: redis.url, redisCommandTimeoutMs: 200 });
+    const h = await startHarness({ store: 'redis', redisUrl: redis.url, redisCommandTimeoutMs: 200, file: { limits: { onStoreError: 'closed' } } });
+    const storeUp = async () => /^sluice_store_up (\d)$/m.exec(await (await fetch(`${h.adminUrl}/metrics`)).text())?.[1];
     try {
+      const { key } = await h.createKey('ready-closed');
+      const call = (model: string) => fetch(`${h.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model }) });
+      expect((await call('vend-flash')).status).toBe(200); // the key is now known to this replica
       expect((await fetch(`${h.adminUrl}/readyz`)).status).toBe(200);
+      expect(await storeUp()).toBe('1');
       await redis.kill();
-      expect((await fetch(`${h.adminUrl}/readyz`)).status).toBe(503);
+      const t0 = Date.now();
+      while ((await storeUp()) !== '0' && Date.now() - t0 < 3000) await new Promise((r) => setTimeout(r, 100));
+      expect(await storeUp()).toBe('0');
+      const ready = await fetch(`${h.adminUrl}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({ status: 'ready', checks: { store: { kind: 'redis', state: 'failing', error: expect.any(String) } } });
       expect((await fetch(`${h.adminUrl}/healthz`)).status).toBe(200);
+      // Paid calls of a known key need no store; a free call is sluice's own 503, with Retry-After.
+      expect((await call('vend-flash')).status).toBe(200);
+      const free = await call('vend-flash-free');
+      expect(free.status).toBe(503);
+      expect(free.headers.get('retry-after')).toBe('1');
+      expect(((await free.json()) as { error: { code: string } }).error.code).toBe('store_unavailable');
       // An admin call the store cannot serve is the store's failure (503), not sluice's (500).
       const keys = await fetch(`${h.adminUrl}/admin/keys?user=x`, { headers: auth });
       expect(keys.status).toBe(503);
@@ -102,6 +118,34 @@ describe('readiness follows the store', () => {
       expect(((await limits.json()) as { error: { code: string } }).error.code).toBe('store_unavailable');
     } finally {
       await h.close();
+    }
+  });
+
+  it('is not ready until Redis has answered once since start (a wrong address keeps a new Pod out), then ready', async () => {
+    const { createSluice } = await import('../../src/app.js');
+    const { buildConfig } = await import('../../src/config/index.js');
+    const { RedisStore } = await import('../../src/store/redis/index.js');
+    const { spawnRedis } = await import('../support/redis.js');
+    const pino = (await import('pino')).default;
+    const port = await freePort();
+    const config = buildConfig({}, { SLUICE_UPSTREAM_URL: 'http://127.0.0.1:9', SLUICE_PORT: '0', SLUICE_ADMIN_PORT: '0', SLUICE_REDIS_URL: `redis://127.0.0.1:${port}` });
+    const store = new RedisStore({ url: `redis://127.0.0.1:${port}`, keyPrefix: uniquePrefix('ready-start'), commandTimeoutMs: 200 });
+    const sluice = createSluice({ config, store, log: pino({ level: 'silent' }), processMetrics: false });
+    const { adminPort } = await sluice.listen();
+    const redis = { kill: async () => {} };
+    try {
+      const r = await fetch(`http://127.0.0.1:${adminPort}/readyz`);
+      expect(r.status).toBe(503);
+      expect(await r.json()).toMatchObject({ checks: { store: { state: 'starting', error: expect.any(String) } } });
+      Object.assign(redis, await spawnRedis({ port }));
+      const t0 = Date.now();
+      while ((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status !== 200) {
+        if (Date.now() - t0 > 8000) throw new Error('not ready 8 s after Redis started');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      await sluice.close();
+      await redis.kill();
     }
   });
 });

@@ -233,12 +233,15 @@ describe('shadow mode', () => {
     expect(metricValue(text, 'sluice_shadow_rejections_total', { limit: 'ip:usage' })).toBe(3);
   });
 
-  it('on the embedded store, key lookups and decisions record no store latency (there is no round trip)', async () => {
+  it('on the embedded store, key lookups and decisions record no store latency (there is no round trip), and the store is always up', async () => {
     const { key } = await h.createKey('embedded-metrics');
     expect((await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"x-free"}' })).status).toBe(200);
     const text = await metricsText(h);
     expect(metricValue(text, 'sluice_requests_total', { family: 'chat', outcome: 'admitted' })).toBeGreaterThanOrEqual(1);
     expect(metricValue(text, 'sluice_store_seconds_count')).toBeUndefined();
+    // It lives in the process: always up. No relay database configured: no such gauge.
+    expect(metricValue(text, 'sluice_store_up')).toBe(1);
+    expect(metricValue(text, 'sluice_relay_db_up')).toBeUndefined();
   });
 });
 
@@ -369,10 +372,14 @@ describe('Redis outage', () => {
     expect((await timed(other, 'vend-flash')).status).toBe(200);
     await redis.kill();
     await duringOutage(other);
-    expect((await fetch(`${h.adminUrl}/readyz`)).status).toBe(503);
+    // Still ready: the outage is every replica's, and this one still serves (docs/operations.md, Probes).
+    const ready = await fetch(`${h.adminUrl}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ checks: { store: { state: 'failing' } } });
     await redis.restart();
     const t0 = Date.now();
-    while ((await fetch(`${h.adminUrl}/readyz`)).status !== 200) {
+    const storeState = async () => ((await (await fetch(`${h.adminUrl}/readyz`)).json()) as { checks: { store: { state: string } } }).checks.store.state;
+    while ((await storeState()) !== 'ok') {
       if (Date.now() - t0 > 5000) throw new Error('did not recover');
       await sleep(100);
     }

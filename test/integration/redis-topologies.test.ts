@@ -1,13 +1,11 @@
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
 import { findOnPath, freePort, spawnRedis, type SpawnedRedis } from '../support/redis.js';
+import { spawnSentinels, type Sentinels } from '../support/sentinel.js';
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -43,42 +41,27 @@ async function exercise(h: Harness): Promise<void> {
 
 describe('Redis Sentinel', () => {
   let master: SpawnedRedis;
-  let sentinel: ChildProcess;
-  let sentinelPort: number;
+  let sentinels: Sentinels;
   let h: Harness;
 
   beforeAll(async () => {
     master = await spawnRedis();
-    sentinelPort = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), 'sluice-sentinel-'));
-    const conf = join(dir, 'sentinel.conf');
-    writeFileSync(conf, `port ${sentinelPort}\nbind 127.0.0.1\ndir ${dir}\nsentinel monitor mymaster 127.0.0.1 ${master.port} 1\nsentinel down-after-milliseconds mymaster 2000\n`);
-    sentinel = spawn(findOnPath('redis-server') ?? 'redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
-    await until(async () => {
-      const c = new Redis({ port: sentinelPort, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      c.on('error', () => {});
-      try {
-        await c.connect();
-        const m = (await c.call('SENTINEL', 'get-master-addr-by-name', 'mymaster')) as string[] | null;
-        return Array.isArray(m) && m[1] === String(master.port);
-      } finally {
-        c.disconnect();
-      }
-    }, 10_000, 'sentinel');
+    sentinels = await spawnSentinels(master.port, { count: 1 });
+    await until(async () => (await sentinels.masterPort()) === master.port, 10_000, 'sentinel');
     h = await startHarness({
       store: 'redis',
       storeFromConfig: true,
       env: {
         // The URL's host is not used with Sentinel: the master comes from the sentinels.
         SLUICE_REDIS_URL: 'redis://127.0.0.1:1/0',
-        SLUICE_REDIS_SENTINELS: `127.0.0.1:${sentinelPort}`,
-        SLUICE_REDIS_SENTINEL_NAME: 'mymaster',
+        SLUICE_REDIS_SENTINELS: sentinels.addresses.join(','),
+        SLUICE_REDIS_SENTINEL_NAME: sentinels.name,
       },
     });
   });
   afterAll(async () => {
     await h?.close();
-    sentinel?.kill('SIGKILL');
+    await sentinels?.kill();
     await master?.kill();
   });
 

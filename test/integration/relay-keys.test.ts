@@ -9,6 +9,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
+import { metricsText, metricValue } from '../support/helpers.js';
 import { request } from '../support/http.js';
 import { consoleKey, createRelayDb, DIALECTS, type RelayDbFixture } from '../support/relay-db.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -200,6 +201,7 @@ describe('relay database outage in the middle of traffic', () => {
             const ready = await fetch(`${h.adminUrl}/readyz`);
             expect(ready.status).toBe(200);
             expect(await ready.json()).toMatchObject({ checks: { relayDb: { state: 'failing' } } });
+            expect(metricValue(await metricsText(h), 'sluice_relay_db_up')).toBe(0); // what alerts watch
           } finally {
             proxy.restore();
           }
@@ -210,6 +212,7 @@ describe('relay database outage in the middle of traffic', () => {
           }
           expect(status).toBe(200);
           expect(await (await fetch(`${h.adminUrl}/readyz`)).json()).toMatchObject({ checks: { relayDb: { state: 'ok' } } });
+          expect(metricValue(await metricsText(h), 'sluice_relay_db_up')).toBe(1);
         });
       }
     });
@@ -239,6 +242,7 @@ describe('a relay database sluice cannot use at start', () => {
       }
       expect(status).toBe(503);
       expect(body!.checks.relayDb).toMatchObject({ state: 'starting', error: expect.stringMatching(/Access denied/) });
+      expect(metricValue(await metricsText(h), 'sluice_relay_db_up')).toBe(0); // not reached yet since start
       expect((await chat(h, `sk-${consoleKey()}`)).status).toBe(503);
       expect(JSON.stringify(body)).not.toContain('Wr0ngPassw0rd');
       expect(logs.lines.join('\n')).not.toContain('Wr0ngPassw0rd');

@@ -8,14 +8,23 @@
  */
 import { Redis } from 'ioredis';
 import { limitKey } from '../limit-key.js';
-import type { Decision, LimitCheck, LimitState } from '../types.js';
+import { NotSentError, type Decision, type LimitCheck, type LimitState } from '../types.js';
 import type { RedisConnection, ScriptCommands, ScriptResult } from './connection.js';
 
 /** What Lua's `%s` matches: a member holding any of it would break its run's decisions apart. */
 const WHITE_SPACE = /[ \t\n\v\f\r]/;
 
+/** Whether a member can travel in a script run's packed argument (scripts.ts): non-empty, no white space. */
+export const validMember = (member: string): boolean => member !== '' && !WHITE_SPACE.test(member);
+
 /** Decisions per script run at most: a run blocks Redis while it lasts. */
 const MAX_BATCH = 64;
+
+/**
+ * Calls per script run: MAX_BATCH, or 1 on a Cluster (a script runs on one slot, and users
+ * spread over slots) and behind a sharding proxy (`batchDecisions: false`).
+ */
+export const perRunOf = (client: RedisConnection, batchDecisions: boolean): number => (client instanceof Redis && batchDecisions ? MAX_BATCH : 1);
 
 interface PendingDecision {
   checks: readonly LimitCheck[];
@@ -27,10 +36,7 @@ interface PendingDecision {
 
 export class RedisDecisions {
   private readonly scripts: ScriptCommands;
-  /**
-   * Decisions per script run: MAX_BATCH, or 1 on a Cluster (a script runs on one slot, and users
-   * spread over slots) and behind a sharding proxy (`batchDecisions: false`).
-   */
+  /** Decisions per script run (perRunOf). */
   private readonly perRun: number;
   /** Decisions asked for in this turn of the event loop, waiting for `flush`. */
   private batch: PendingDecision[] | null = null;
@@ -42,12 +48,12 @@ export class RedisDecisions {
     batchDecisions: boolean,
   ) {
     this.scripts = client as unknown as ScriptCommands;
-    this.perRun = client instanceof Redis && batchDecisions ? MAX_BATCH : 1;
+    this.perRun = perRunOf(client, batchDecisions);
   }
 
   consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision> {
     // Members travel space-separated (scripts.ts), and Lua splits on any white space; sluice's own hold none.
-    if (member === '' || WHITE_SPACE.test(member)) return Promise.reject(new Error('limit decision: a member must be non-empty and hold no white space'));
+    if (!validMember(member)) return Promise.reject(new Error('limit decision: a member must be non-empty and hold no white space'));
     return new Promise<Decision>((resolve, reject) => {
       if (this.batch === null) {
         this.batch = [];
@@ -99,6 +105,12 @@ export class RedisDecisions {
    * practice) once, then every decision's time, member and shape in one argument, its keys in KEYS.
    */
   private send(batch: readonly PendingDecision[]): void {
+    if (this.client.status !== 'ready') {
+      // ioredis would refuse it unsent (no offline queue): say so, for the outage replay.
+      const err = new NotSentError(`Redis connection ${this.client.status}: the decision was not sent`);
+      for (const d of batch) d.reject(err);
+      return;
+    }
     const keys: string[] = [];
     const args: Array<string | number> = [batch.length, 0];
     const shapes: Array<readonly LimitCheck[]> = [];
@@ -137,12 +149,12 @@ export class RedisDecisions {
 const periodOf = (c: LimitCheck): number => (c.kind === 'window' ? c.windowMs : c.resetAtMs);
 
 /** A check as the scripts take it in ARGV: 'w', limit, windowMs or 'c', limit, resetAtMs. */
-function pushTriple(c: LimitCheck, args: Array<string | number>): void {
+export function pushTriple(c: LimitCheck, args: Array<string | number>): void {
   args.push(c.kind === 'window' ? 'w' : 'c', c.limit, periodOf(c));
 }
 
 /** Whether two decisions make the same checks but for their keys (one shape in a script run). */
-function sameShape(a: readonly LimitCheck[], b: readonly LimitCheck[]): boolean {
+export function sameShape(a: readonly LimitCheck[], b: readonly LimitCheck[]): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) {

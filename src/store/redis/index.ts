@@ -10,7 +10,8 @@ import { KeyChangeFeed } from './change-feed.js';
 import { baseOptions, connect, SCRIPTS, type RedisConnection, type RedisStoreOptions } from './connection.js';
 import { RedisDecisions } from './decisions.js';
 import { KeyRegistry } from './registry.js';
-import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, Store } from '../types.js';
+import { RedisReplay } from './replay.js';
+import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, OutageAdmission, ReplayOutcome, Store } from '../types.js';
 
 export { redisStoreOptions, type RedisStoreOptions } from './connection.js';
 
@@ -21,6 +22,7 @@ export class RedisStore implements Store {
   /** The key-change feed's own connection (pub/sub takes a connection over). */
   private readonly sub: RedisConnection;
   private readonly decisions: RedisDecisions;
+  private readonly replays: RedisReplay;
   private readonly registry: KeyRegistry;
   private readonly changes: KeyChangeFeed;
   private readonly reconnectListeners: Array<() => void> = [];
@@ -33,6 +35,7 @@ export class RedisStore implements Store {
     const base = baseOptions(opts);
     this.client = connect(opts, { ...base, scripts: SCRIPTS });
     this.decisions = new RedisDecisions(this.client, prefix, opts.batchDecisions !== false);
+    this.replays = new RedisReplay(this.client, prefix, opts.batchDecisions !== false);
     this.registry = new KeyRegistry(this.client, prefix, channel);
     // Errors surface through the commands that fail; the connection's own
     // 'error' events would otherwise crash the process.
@@ -97,12 +100,13 @@ export class RedisStore implements Store {
     return this.decisions.inspect(checks, nowMs);
   }
 
-  async ping(): Promise<boolean> {
-    try {
-      return (await this.client.ping()) === 'PONG';
-    } catch {
-      return false;
-    }
+  replayAdmissions(admissions: readonly OutageAdmission[], nowMs: number): Promise<ReplayOutcome[]> {
+    return this.replays.replay(admissions, nowMs);
+  }
+
+  async ping(): Promise<void> {
+    const reply = await this.client.ping();
+    if (reply !== 'PONG') throw new Error(`unexpected reply to PING: ${String(reply).slice(0, 100)}`);
   }
 
   async close(): Promise<void> {
