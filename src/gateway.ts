@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { createAccessLog, wantsAccessLine, type AccessRecord } from './log/access.js';
-import type { Authenticator } from './auth/authenticator.js';
+import { REGISTRY_SOURCE, type Authenticator } from './auth/authenticator.js';
 import { presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
 import type { BodyBudget, BodyLease } from './http/body-budget.js';
@@ -352,10 +352,13 @@ export function createGateway(d: GatewayDeps): Gateway {
       }
     }
 
-    // 6. Forward.
+    // 6. Forward. A key from the relay's database is the relay's own token: it reaches the relay as
+    // the client sent it, so the relay bills and logs the call to it. upstream.credential stands in
+    // only for keys of sluice's registry, which the relay does not know.
     decided(t);
+    const registry = auth.identity.source === REGISTRY_SOURCE;
     prepareRequestHeaders(req.headers, {
-      key: p.config.upstream.credential ?? 'sk-' + keyBody(auth.key),
+      key: registry ? (p.config.upstream.credential ?? 'sk-' + keyBody(auth.key)) : auth.key,
       googKey: target.queryKey,
       clientIp: t.ip,
       bodyLength: body === null ? null : body.length,
