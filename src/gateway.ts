@@ -78,12 +78,16 @@ function replaceAnswer(
 /**
  * The relay's CORS middleware (new-api middleware/cors.go: gin-contrib/cors allowing every origin,
  * with credentials, the methods GET, POST, PUT, DELETE and OPTIONS and every header, preflights
- * cached 12 hours) adds these to its answers to a cross-origin call; sluice adds them to its own
- * answers on the same routes, so a browser client can read a 401 or a 429 as it could the relay's.
+ * cached 12 hours) adds the first two to its answers to a cross-origin call; sluice adds them to its
+ * own answers on the same routes, so a browser client can read a 401 or a 429 as it could the
+ * relay's. A page reads only the fields an answer exposes, and the relay exposes none: sluice's own
+ * answers name the fields that tell a client when to retry (contract §7: "wait that long, then
+ * retry") and the request id its 401 quotes.
  */
 const CORS_NORMAL: Readonly<Record<string, string>> = Object.freeze({
   'access-control-allow-credentials': 'true',
   'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'Retry-After, RateLimit, RateLimit-Policy, X-Oneapi-Request-Id',
 });
 
 /**
