@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { afterAll } from 'vitest';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
@@ -47,7 +48,7 @@ export const COMPONENTS = ['deploy/components/relay-db-readonly', 'deploy/compon
  * Overlays the reader writes by following docs/kubernetes.md: its blocks marked
  * `<!-- test/deploy: run -->` write them (READER_VALUES stand for the reader's values).
  */
-export const READER_OVERLAYS = ['deploy/overlays/production'] as const;
+export const READER_OVERLAYS = ['deploy/overlays/try', 'deploy/overlays/production'] as const;
 
 /** Everything the tests build: the repository's kustomizations and the reader's overlays. */
 export const BUILT: readonly string[] = [...KUSTOMIZATIONS, ...READER_OVERLAYS];
@@ -101,11 +102,20 @@ export function readerCopy(): string {
       timeout: 30_000,
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, ...READER_VALUES },
     });
-    if (r.status !== 0) throw new Error(`a docs/kubernetes.md block failed as the reader would run it (exit ${r.status}):\n${block}\n${r.stderr}`);
+    if (r.status !== 0) {
+      rmSync(root, { recursive: true, force: true });
+      throw new Error(`a docs/kubernetes.md block failed as the reader would run it (exit ${r.status}):\n${block}\n${r.stderr}`);
+    }
   }
-  process.on('exit', () => rmSync(root, { recursive: true, force: true }));
   return (readerRoot = root);
 }
+
+// Each test file that builds gets its own copy (a module per file), removed when the file is done.
+afterAll(() => {
+  if (readerRoot !== undefined) rmSync(readerRoot, { recursive: true, force: true });
+  readerRoot = undefined;
+  built.clear();
+});
 
 /** Names the manifests use (before an overlay's namePrefix/nameSuffix). */
 export const NAMES = {

@@ -4,7 +4,9 @@
  * hardening, drain budget, hot-reloadable config, Service and NetworkPolicy exposing only what they
  * should). The program side of the contract is checked in drift.test.ts.
  */
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -38,6 +40,7 @@ import {
   publicService,
   READER_OVERLAYS,
   READER_VALUES,
+  readerBlocks,
   readerCopy,
   resolvePort,
   ROOT,
@@ -124,9 +127,36 @@ describe('deploy/ kustomizations', () => {
     expect(placeholderAddresses(`http://127.0.0.1:3000 docs/kubernetes.md ${READER_VALUES.FOREIGN_HOST} ${READER_VALUES.INGRESS_POD_CIDR} redis://sluice-redis:6379`)).toEqual([]);
   });
 
-  it('the tests cover every kustomization and every Component under deploy/', () => {
+  it('the tests cover every kustomization and every Component under deploy/, and every overlay docs/kubernetes.md has the reader write', () => {
     expect(findKustomizations()).toEqual([...KUSTOMIZATIONS].sort());
     expect(findKustomizations('Component')).toEqual([...COMPONENTS].sort());
+    const written = new Set(readerBlocks().flatMap((b) => [...b.matchAll(/cat > (deploy\/overlays\/[\w-]+)\/kustomization\.yaml/g)].map((m) => m[1]!)));
+    expect([...written].sort()).toEqual([...READER_OVERLAYS].sort());
+  });
+
+  it("docs/kubernetes.md's blocks that write the reader's files stop, naming the value, until the reader set it", () => {
+    const blocks = readerBlocks();
+    expect(blocks.length).toBeGreaterThanOrEqual(5);
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-unset-'));
+    try {
+      cpSync(join(ROOT, 'deploy'), join(dir, 'deploy'), { recursive: true });
+      for (const block of blocks) {
+        const needs = [...block.matchAll(/\$\{([A-Z_]+):\?/g)].map((m) => m[1]!);
+        // Every value a block asks for has a stand-in in the tests.
+        for (const n of needs) expect(READER_VALUES, n).toHaveProperty(n);
+        if (needs.length === 0) continue;
+        const r = spawnSync('bash', ['--norc', '--noprofile', '-euo', 'pipefail', '-c', block], {
+          cwd: dir,
+          stdio: ['ignore', 'pipe', 'pipe'],
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir },
+        });
+        expect(r.status, block).not.toBe(0);
+        expect(r.stderr).toContain(needs[0]);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('secret.example.yaml (not applied: the operator creates the Secret) is a valid Secret', () => {
