@@ -698,3 +698,29 @@ describe('new-api rules the stand-in keeps (demo/new-api.ts)', () => {
   });
 });
 
+
+describe('the stand-in checking tokens as new-api does (option tokens)', () => {
+  it("answers new-api's 401 to a token it does not know, on the routes TokenAuth guards; the token looked up loses sk- and any -<channel>", async () => {
+    const known = 'abcDEF0123456789';
+    const asked: string[] = [];
+    const checking = await startRelayStandin({ quiet: true, tokens: (t) => (asked.push(t), t === known) });
+    try {
+      const get = (path: string, authorization: string) => fetch(`${checking.url}${path}`, { headers: { authorization } });
+      for (const key of [`sk-${known}`, known]) expect((await get('/v1/models', `Bearer ${key}`)).status).toBe(200);
+      // A valid token asking for a channel passes the token check, then meets the channel rule (not an administrator's).
+      expect((await get('/v1/models', `Bearer sk-${known}-2`)).status).toBe(403);
+      const refused = await get('/v1/models', 'Bearer sk-unknownToken');
+      expect(refused.status).toBe(401);
+      const body = (await refused.json()) as { error: { code: string; message: string; type: string } };
+      expect(body.error).toMatchObject({ code: '', type: 'new_api_error' });
+      expect(body.error.message).toMatch(/^无效的令牌 \(request id: \S+\)$/);
+      expect(asked).toEqual([known, known, known, 'unknownToken']);
+      // The usage query is guarded too; the dashboard's other routes and preflights are not.
+      expect((await get('/api/usage/token/', 'Bearer sk-unknownToken')).status).toBe(401);
+      const preflight = await fetch(`${checking.url}/v1/models`, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'GET' } });
+      expect(preflight.status).toBe(204);
+    } finally {
+      await checking.close();
+    }
+  });
+});

@@ -108,6 +108,12 @@ export interface RelayStandinOptions {
    * channel n; any other key with a channel gets new-api's 403 where TokenAuth runs (default: none).
    */
   adminKeys?: readonly string[];
+  /**
+   * Check keys as new-api's TokenAuth does: on the routes it guards, a call whose token (the key
+   * `key` records, one leading `sk-` and any `-<channel>` removed, as the relay looks it up) this
+   * does not accept gets new-api's 401. Unset: every key is accepted (sluice has judged it).
+   */
+  tokens?: (token: string) => boolean | Promise<boolean>;
 }
 
 /** The text every default answer carries; a stream's deltas concatenate to exactly this. */
@@ -305,6 +311,10 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
     }
     if (b.status !== undefined && b.status >= 400) {
       sendRaw(ex, b.status, Buffer.alloc(0), undefined);
+      return;
+    }
+    if (opts.tokens !== undefined && rec.method !== 'OPTIONS' && guardedByTokenAuth(ex.path) && !(await opts.tokens(rec.tokenKey))) {
+      sendJson(ex, 401, { error: { code: '', message: `无效的令牌 (request id: ${ex.requestId})`, type: 'new_api_error' } });
       return;
     }
 
@@ -548,6 +558,11 @@ function stringField(o: Record<string, unknown>, key: string, fallback: string):
 const GEMINI_PATH = /^\/(v1beta|v1)\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
 const MODEL_PATH = /^\/v1\/models\/([^/]+)$/;
 const NOT_IMPLEMENTED = new Set(['/v1/images/variations', '/v1/files', '/v1/fine-tunes']);
+
+/** The routes behind new-api's TokenAuth: the relay's own, and the two usage queries of the dashboard API. */
+function guardedByTokenAuth(path: string): boolean {
+  return !path.startsWith('/api/') || path === '/api/usage/token/' || path === '/api/log/token';
+}
 
 /** new-api's answer for a request its middleware refuses: `{"error":{"code","message","type"}}`, keys sorted. */
 function newApiError(ex: Exchange, status: number, message: string): Answer {

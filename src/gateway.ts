@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { boundLogged, createAccessLog, wantsAccessLine, type AccessRecord } from './log/access.js';
-import type { Authenticator } from './auth/authenticator.js';
+import { REGISTRY_SOURCE, type Authenticator } from './auth/authenticator.js';
 import { presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
 import type { BodyBudget, BodyLease } from './http/body-budget.js';
@@ -79,12 +79,16 @@ function replaceAnswer(
 /**
  * The relay's CORS middleware (new-api middleware/cors.go: gin-contrib/cors allowing every origin,
  * with credentials, the methods GET, POST, PUT, DELETE and OPTIONS and every header, preflights
- * cached 12 hours) adds these to its answers to a cross-origin call; sluice adds them to its own
- * answers on the same routes, so a browser client can read a 401 or a 429 as it could the relay's.
+ * cached 12 hours) adds the first two to its answers to a cross-origin call; sluice adds them to its
+ * own answers on the same routes, so a browser client can read a 401 or a 429 as it could the
+ * relay's. A page reads only the fields an answer exposes, and the relay exposes none: sluice's own
+ * answers name the fields that tell a client when to retry (contract §7: "wait that long, then
+ * retry") and the request id its 401 quotes.
  */
 const CORS_NORMAL: Readonly<Record<string, string>> = Object.freeze({
   'access-control-allow-credentials': 'true',
   'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'Retry-After, RateLimit, RateLimit-Policy, X-Oneapi-Request-Id',
 });
 
 /**
@@ -374,10 +378,13 @@ export function createGateway(d: GatewayDeps): Gateway {
       }
     }
 
-    // 6. Forward.
+    // 6. Forward. A key from the relay's database is the relay's own token: it reaches the relay as
+    // the client sent it, so the relay bills and logs the call to it. upstream.credential stands in
+    // only for keys of sluice's registry, which the relay does not know.
     decided(t);
+    const registry = auth.identity.source === REGISTRY_SOURCE;
     prepareRequestHeaders(req.headers, {
-      key: p.config.upstream.credential ?? 'sk-' + keyBody(auth.key),
+      key: registry ? (p.config.upstream.credential ?? 'sk-' + keyBody(auth.key)) : auth.key,
       googKey: target.queryKey,
       clientIp: t.ip,
       bodyLength: body === null ? null : body.length,

@@ -20,7 +20,12 @@ export interface KeyIdentity {
   id: string;
   user: string;
   hash: string;
+  /** The name of the source that found the key (set by the authenticator): what the relay is sent depends on it. */
+  source?: string;
 }
+
+/** The name of sluice's own registry as a key source (`storeKeySource`). */
+export const REGISTRY_SOURCE = 'sluice';
 
 /**
  * A source's answer: the key's identity; `unknown` (not a key of this source: ask the next one);
@@ -283,8 +288,9 @@ export class Authenticator {
         return null;
       }
       if (found !== 'unknown' && sameHash(found.hash, hash)) {
-        this.remember(hash, found, lookup.raced, askedAt, source);
-        return found;
+        const identity = { ...found, source: source.name };
+        this.remember(hash, identity, lookup.raced, askedAt, source);
+        return identity;
       }
     }
     if (lastError !== null) {
@@ -359,7 +365,7 @@ export function storeKeySource(
   timed: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
 ): KeySource {
   return {
-    name: 'sluice',
+    name: REGISTRY_SOURCE,
     find: async (_key, hash) => {
       const r = await timed(() => store.findKeyByHash(hash));
       return r ? { id: r.id, user: r.user, hash: r.hash } : 'unknown';

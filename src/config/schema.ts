@@ -70,7 +70,8 @@ export const SETTINGS = Type.Object({
       credential: textOrNull({
         env: 'SLUICE_UPSTREAM_CREDENTIAL',
         secret: true,
-        description: "Sent to the relay as `Authorization: Bearer <credential>` instead of the client's key (unset: the client's key).",
+        description:
+          "A token the relay issued, sent to it as `Authorization: Bearer <credential>` in place of a key from sluice's own registry, which the relay does not know (unset: the registry key itself). Keys from the relay's database always reach the relay as the client sent them.",
       }),
       headersTimeoutSeconds: int(0, DAY, 600, { description: "The relay's response headers must arrive this long after forwarding, else 504 (0: no bound)." }),
     },

@@ -53,7 +53,10 @@ export interface ForwardJob {
    */
   intercept?: (upstream: IncomingMessage) => boolean;
   done?: (r: ForwardResult) => void;
-  /** Response fields (lower-case names) added unless the relay sent a field of the same name. */
+  /**
+   * Response fields (lower-case names) added unless the relay sent a field of the same name; on an
+   * answer carrying the relay's CORS headers, the fields added are also exposed to a page.
+   */
   extraHeaders?: Readonly<Record<string, string>>;
 }
 
@@ -303,7 +306,16 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
   const extra = state.extraHeaders;
   if (extra !== undefined) {
     // sluice's own fields go out only where the relay sent none of the same name.
-    for (const name in extra) if (up.headers[name] === undefined) headers.push(name, extra[name]!);
+    let added = '';
+    for (const name in extra) {
+      if (up.headers[name] !== undefined) continue;
+      headers.push(name, extra[name]!);
+      added = added === '' ? name : `${added}, ${name}`;
+    }
+    // An answer the relay made readable cross-origin: a page can read the fields sluice added too.
+    // A line of its own, so the relay's own Access-Control-Expose-Headers, if any, stays as it was
+    // (a browser joins repeated lines of a list field).
+    if (added !== '' && up.headers['access-control-allow-origin'] !== undefined) headers.push('access-control-expose-headers', added);
   }
   res.writeHead(status, up.statusMessage, headers);
   const ct = up.headers['content-type'];

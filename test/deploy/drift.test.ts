@@ -18,7 +18,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
 import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
@@ -75,9 +75,12 @@ function toDev(argv: string[]): { args: string[]; entry: string } {
   return { args: [...rest.slice(0, at), '--import', 'tsx', entry, ...rest.slice(at + 1)], entry };
 }
 
-/** The container's environment as Kubernetes would set it, Secret values replaced by test values. */
-function containerEnv(objects: K8sObject[], c: IContainer): { env: Record<string, string>; fromSecrets: string[] } {
-  const tests = secretTestValues();
+/**
+ * The container's environment as Kubernetes would set it, Secret values replaced by test values
+ * (`secrets` overrides them; null: the Secret lacks that key, and an optional one is then left unset).
+ */
+function containerEnv(objects: K8sObject[], c: IContainer, secrets: Record<string, string | null> = {}): { env: Record<string, string>; fromSecrets: string[] } {
+  const tests: Record<string, string | null> = { ...secretTestValues(), ...secrets };
   const env: Record<string, string> = {};
   const fromSecrets: string[] = [];
   // $(VAR) refers to variables defined earlier in the list; $$ is a literal $.
@@ -89,6 +92,10 @@ function containerEnv(objects: K8sObject[], c: IContainer): { env: Record<string
     } else if (e.valueFrom?.secretKeyRef) {
       const v = tests[e.name];
       if (v === undefined) throw new Error(`${e.name} comes from a Secret: give it a test value in secretTestValues()`);
+      if (v === null) {
+        if (!e.valueFrom.secretKeyRef.optional) throw new Error(`${e.name}: the Secret lacks key ${e.valueFrom.secretKeyRef.key}, which is not optional: the Pod would not start`);
+        continue;
+      }
       env[e.name] = v;
       fromSecrets.push(e.name);
     } else if (e.valueFrom?.configMapKeyRef) {
@@ -188,7 +195,18 @@ interface Launched {
  * only differences) with the relay stand-in at SLUICE_UPSTREAM_URL, and waits until the startup,
  * liveness and readiness probes answer 200 on the ports they name.
  */
-async function launchFromManifests(dir: string): Promise<Launched> {
+interface LaunchOptions {
+  /** What the Secrets hold, over secretTestValues() (null: the key is absent). */
+  secrets?: Record<string, string | null>;
+  /** The variables that come from Secrets (default: those of the base). */
+  fromSecrets?: string[];
+  /** A relay's SQLite file standing for the one the manifests mount read-only (SLUICE_RELAY_DB=sqlite:...). */
+  relayDbFile?: string;
+  /** The relay stand-in checks tokens as new-api does (demo/relay.ts, `tokens`). */
+  tokens?: (token: string) => boolean | Promise<boolean>;
+}
+
+async function launchFromManifests(dir: string, o: LaunchOptions = {}): Promise<Launched> {
   const objects = kustomize(dir);
   const { deployment, pod, sidecar, relay: relayContainer } = sluicePod(objects);
 
@@ -206,14 +224,14 @@ async function launchFromManifests(dir: string): Promise<Launched> {
   expect(existsInRepo(entry)).toBe(true);
 
   // Environment: the image's ENV, then the container's env.
-  const { env: manifestEnv, fromSecrets } = containerEnv(objects, sidecar);
+  const { env: manifestEnv, fromSecrets } = containerEnv(objects, sidecar, o.secrets);
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     HOME: process.env.HOME ?? tmpdir(),
     ...stageEnv(runtime),
     ...manifestEnv,
   };
-  expect(fromSecrets.sort()).toEqual(['SLUICE_ADMIN_TOKEN', 'SLUICE_REDIS_URL', 'SLUICE_RELAY_DB', 'SLUICE_UPSTREAM_CREDENTIAL']);
+  expect(fromSecrets.sort()).toEqual(o.fromSecrets ?? ['SLUICE_ADMIN_TOKEN', 'SLUICE_REDIS_URL', 'SLUICE_RELAY_DB', 'SLUICE_UPSTREAM_CREDENTIAL']);
 
   // The config file: the ConfigMap's files in a directory, as the volume mount lays them out.
   const { mount, files, fileName } = configMount(objects, pod, sidecar);
@@ -228,8 +246,18 @@ async function launchFromManifests(dir: string): Promise<Launched> {
   cleanups.push(() => rmSync(drainDir, { recursive: true, force: true }));
   expect(env.SLUICE_DRAIN_DIR).toBe(hook.sluicePath);
   env.SLUICE_DRAIN_DIR = drainDir;
+  // The relay's SQLite file, where the read-only mount of its data volume puts it.
+  const relayDb = env.SLUICE_RELAY_DB;
+  if (relayDb?.startsWith('sqlite:') && fromSecrets.indexOf('SLUICE_RELAY_DB') === -1) {
+    if (o.relayDbFile === undefined) throw new Error(`${dir} reads the relay's SQLite file: pass relayDbFile`);
+    const path = relayDb.slice('sqlite:'.length);
+    const mount = (sidecar.volumeMounts ?? []).find((m) => path.startsWith(`${m.mountPath}/`));
+    expect(mount?.readOnly).toBe(true);
+    expect(basename(path)).toBe(basename(o.relayDbFile));
+    env.SLUICE_RELAY_DB = `sqlite:${join(dirname(o.relayDbFile), path.slice(mount!.mountPath.length + 1))}`;
+  }
   const changed = Object.keys(manifestEnv).filter((k) => env[k] !== manifestEnv[k]);
-  expect(changed).toEqual(['SLUICE_CONFIG', 'SLUICE_DRAIN_DIR']);
+  expect(changed.sort()).toEqual(o.relayDbFile ? ['SLUICE_CONFIG', 'SLUICE_DRAIN_DIR', 'SLUICE_RELAY_DB'] : ['SLUICE_CONFIG', 'SLUICE_DRAIN_DIR']);
 
   // Ports, all from the manifests.
   const publicPort = containerPort(sidecar, 'http');
@@ -247,7 +275,7 @@ async function launchFromManifests(dir: string): Promise<Launched> {
   // The relay, where SLUICE_UPSTREAM_URL says it is.
   let relay: RelayStandin;
   try {
-    relay = await startRelayStandin({ host: upstream.hostname, port: Number(upstream.port), quiet: true });
+    relay = await startRelayStandin({ host: upstream.hostname, port: Number(upstream.port), quiet: true, tokens: o.tokens });
   } catch (err) {
     throw new Error(
       `cannot start the relay stand-in at ${upstream.host} (SLUICE_UPSTREAM_URL from the manifests): ` +
@@ -354,6 +382,8 @@ describe.skipIf(kubectlMode === 'skip')(TITLE, () => {
       const fromConsole = await fetch(l.at(l.servicePort, '/v1/models'), { headers: { authorization: `Bearer sk-${token.key}` } });
       await fromConsole.arrayBuffer();
       expect(fromConsole.status).toBe(200);
+      // It is the relay's own token: it reaches the relay as sent, never as the credential.
+      expect(l.relay.requests.at(-1)!.headers.authorization).toBe(`Bearer sk-${token.key}`);
       const deleted = await admin(`/admin/keys/${encodeURIComponent(createdBody.id)}`, { method: 'DELETE' });
       await deleted.arrayBuffer();
       expect(deleted.status).toBe(204);
@@ -368,6 +398,69 @@ describe.skipIf(kubectlMode === 'skip')(TITLE, () => {
     },
     120_000,
   );
+
+  it("deploy/overlays/try (docs/kubernetes.md, Try it out): a token from the relay's console gets 200 through sluice, as sent; a registry key gets 200 once upstream-credential holds a relay token", async () => {
+    // The relay's SQLite file (new-api's tables), and a relay that, like new-api, accepts only its tokens.
+    const fx = await createRelayDb('sqlite');
+    cleanups.push(() => fx.drop());
+    const relayDbFile = fx.dsn.slice('sqlite:'.length);
+    const tokens = async (token: string): Promise<boolean> => (await fx.exec('SELECT 1 FROM tokens WHERE "key" = ? AND deleted_at IS NULL', [token])).length === 1;
+    const call = async (l: Launched, key: string): Promise<{ status: number; body: string }> => {
+      const res = await fetch(l.at(l.servicePort, '/v1/models'), { headers: { authorization: `Bearer ${key}` } });
+      return { status: res.status, body: await res.text() };
+    };
+
+    // Step 2: the Secret holds only the admin token.
+    const trySecrets = { SLUICE_UPSTREAM_CREDENTIAL: null };
+    const fromSecrets = ['SLUICE_ADMIN_TOKEN', 'SLUICE_REDIS_URL'];
+    let l = await launchFromManifests('deploy/overlays/try', { secrets: trySecrets, fromSecrets, relayDbFile, tokens });
+    expect(l.env.SLUICE_UPSTREAM_CREDENTIAL).toBeUndefined();
+    // Step 3: a token made in the console.
+    const token = await fx.addToken(await fx.addUser());
+    const key = `sk-${token.key}`;
+    // Step 4: 200 through sluice, the token as sent; a wrong key is sluice's 401, unseen by the relay.
+    expect(await call(l, key)).toMatchObject({ status: 200 });
+    expect(l.relay.requests.at(-1)!.headers.authorization).toBe(`Bearer ${key}`);
+    const seen = l.relay.started;
+    const wrong = await call(l, 'sk-wrong');
+    expect(wrong.status).toBe(401);
+    expect(l.relay.started).toBe(seen);
+    // A key from sluice's registry, without the credential: the relay never issued it (its 401).
+    const admin = (path: string, init: RequestInit = {}): Promise<Response> =>
+      fetch(l.at(l.adminPort, path), { ...init, headers: { authorization: `Bearer ${l.env.SLUICE_ADMIN_TOKEN}`, 'content-type': 'application/json' } });
+    const created = await admin('/admin/keys', { method: 'POST', body: JSON.stringify({ user: `try-${process.pid}-${Date.now()}`, name: 'laptop' }) });
+    const registry = (await created.json()) as { id: string; key: string };
+    expect(created.status).toBe(201);
+    cleanups.push(async () => {
+      await admin(`/admin/keys/${encodeURIComponent(registry.id)}`, { method: 'DELETE' }).then((r) => r.arrayBuffer(), () => undefined);
+    });
+    const refused = await call(l, registry.key);
+    expect(refused.status).toBe(401);
+    expect(l.relay.requests.at(-1)!.headers.authorization).toBe(`Bearer ${registry.key}`);
+    expect(await terminate(l), `sluice output:\n${l.run.output()}`).toEqual({ code: 0, signal: null });
+    await l.relay.close();
+
+    // The credential step: the Secret gains upstream-credential (the console token), the Pod restarts.
+    l = await launchFromManifests('deploy/overlays/try', {
+      secrets: { SLUICE_UPSTREAM_CREDENTIAL: key },
+      fromSecrets: [...fromSecrets, 'SLUICE_UPSTREAM_CREDENTIAL'],
+      relayDbFile,
+      tokens,
+    });
+    expect(await call(l, registry.key)).toMatchObject({ status: 200 });
+    expect(l.relay.requests.at(-1)!.headers.authorization).toBe(`Bearer ${key}`);
+    // The console token still passes as sent.
+    const other = await fx.addToken(await fx.addUser());
+    expect(await call(l, other.key)).toMatchObject({ status: 200 });
+    expect(l.relay.requests.at(-1)!.headers.authorization).toBe(`Bearer ${other.key}`);
+    const deleted = await fetch(l.at(l.adminPort, `/admin/keys/${encodeURIComponent(registry.id)}`), {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${l.env.SLUICE_ADMIN_TOKEN}` },
+    });
+    await deleted.arrayBuffer();
+    expect(deleted.status).toBe(204);
+    expect(await terminate(l), `sluice output:\n${l.run.output()}`).toEqual({ code: 0, signal: null });
+  }, 120_000);
 
   it('deploy/base: Prometheus finds metrics where the Pod annotations say', async () => {
     const l = await launchFromManifests('deploy/base');

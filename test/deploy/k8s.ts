@@ -6,11 +6,13 @@
  * Without kubectl the manifest tests skip locally, but fail loudly when CI is set.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
-import { parseAllDocuments } from 'yaml';
+import { afterAll } from 'vitest';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
@@ -39,8 +41,81 @@ export const KUSTOMIZATIONS = [
   'deploy/examples/new-api-sqlite',
 ] as const;
 
+/** The opt-in Components under deploy/ (kind: Component): built only inside an overlay that adds them. */
+export const COMPONENTS = ['deploy/components/relay-db-readonly', 'deploy/components/sentinel'] as const;
+
+/**
+ * Overlays the reader writes by following docs/kubernetes.md: its blocks marked
+ * `<!-- test/deploy: run -->` write them (READER_VALUES stand for the reader's values).
+ */
+export const READER_OVERLAYS = ['deploy/overlays/try', 'deploy/overlays/production'] as const;
+
+/** Everything the tests build: the repository's kustomizations and the reader's overlays. */
+export const BUILT: readonly string[] = [...KUSTOMIZATIONS, ...READER_OVERLAYS];
+
 /** The kustomizations an operator applies (the base is only built on top of). */
-export const APPLIED = KUSTOMIZATIONS.filter((k) => k !== 'deploy/base');
+export const APPLIED = BUILT.filter((k) => k !== 'deploy/base');
+
+/**
+ * What the reader writes where docs/kubernetes.md asks for their own values (the shell variables
+ * its marked blocks read). Addresses of the reader's own, so a build may contain them and no other.
+ */
+export const READER_VALUES: Readonly<Record<string, string>> = Object.freeze({
+  FOREIGN_HOST: 'api.reader-foreign.net',
+  DOMESTIC_HOST: 'api.reader-domestic.net',
+  FOREIGN_INGRESS_CLASS: 'reader-foreign-class',
+  DOMESTIC_INGRESS_CLASS: 'reader-domestic-class',
+  INGRESS_POD_CIDR: '10.91.0.0/16',
+  SLUICE_IMAGE: 'registry.reader-images.net/sluice:0.2.0',
+  NEW_API_IMAGE: 'calciumion/new-api:v0.9.0',
+});
+
+/** The marker of a docs/kubernetes.md block the tests run, as a reader would, before building. */
+export const RUN_MARKER = '<!-- test/deploy: run -->';
+
+/** The shell blocks of docs/kubernetes.md marked RUN_MARKER, in order. */
+export function readerBlocks(page = readFileSync(join(ROOT, 'docs/kubernetes.md'), 'utf8')): string[] {
+  const blocks: string[] = [];
+  const marker = RUN_MARKER.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  // The fence's indentation (a block inside a list item) is not part of the commands.
+  const re = new RegExp(marker + '[ \\t]*\\n+( *)```sh\\n([\\s\\S]*?)\\n *```', 'g');
+  for (const m of page.matchAll(re)) blocks.push(m[2]!.replace(new RegExp(`^${m[1]}`, 'gm'), ''));
+  return blocks;
+}
+
+let readerRoot: string | undefined;
+
+/**
+ * A copy of the repository's deploy/ in a temporary directory, after the reader's steps: every
+ * marked block of docs/kubernetes.md run there by bash, with READER_VALUES set. The builds read
+ * this copy, so the repository is never written to.
+ */
+export function readerCopy(): string {
+  if (readerRoot !== undefined) return readerRoot;
+  const root = mkdtempSync(join(tmpdir(), 'sluice-deploy-'));
+  cpSync(join(ROOT, 'deploy'), join(root, 'deploy'), { recursive: true });
+  for (const block of readerBlocks()) {
+    const r = spawnSync('bash', ['--norc', '--noprofile', '-euo', 'pipefail', '-c', block], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, ...READER_VALUES },
+    });
+    if (r.status !== 0) {
+      rmSync(root, { recursive: true, force: true });
+      throw new Error(`a docs/kubernetes.md block failed as the reader would run it (exit ${r.status}):\n${block}\n${r.stderr}`);
+    }
+  }
+  return (readerRoot = root);
+}
+
+// Each test file that builds gets its own copy (a module per file), removed when the file is done.
+afterAll(() => {
+  if (readerRoot !== undefined) rmSync(readerRoot, { recursive: true, force: true });
+  readerRoot = undefined;
+  built.clear();
+});
 
 /** Names the manifests use (before an overlay's namePrefix/nameSuffix). */
 export const NAMES = {
@@ -79,12 +154,19 @@ export function kustomize(dir: string): K8sObject[] {
         (process.env.CI ? ' CI is set: the deploy tests must run here, they are not skipped.' : ''),
     );
   }
-  const r = spawnSync(KUBECTL, ['kustomize', dir], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
-  if (r.error) throw new Error(`kubectl kustomize ${dir} could not run: ${r.error.message}`);
+  const r = buildIn(readerCopy(), dir);
   if (r.status !== 0) throw new Error(`kubectl kustomize ${dir} failed (exit ${r.status}):\n${r.stderr}`);
   const objects = parseManifests(r.stdout, `kubectl kustomize ${dir}`);
   built.set(dir, objects);
   return objects;
+}
+
+/** `kubectl kustomize <dir>` in `root` (a checkout), as it is: its exit status, output and errors. */
+export function buildIn(root: string, dir: string): { status: number | null; stdout: string; stderr: string } {
+  if (!KUBECTL) throw new Error('kubectl is not on PATH');
+  const r = spawnSync(KUBECTL, ['kustomize', dir], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  if (r.error) throw new Error(`kubectl kustomize ${dir} could not run: ${r.error.message}`);
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 /** All YAML documents of a multi-document stream, as plain objects; empty documents dropped. */
@@ -106,13 +188,16 @@ export function parseManifests(text: string, where: string): K8sObject[] {
   return out;
 }
 
-/** Directories under deploy/ holding a kustomization file. */
-export function findKustomizations(dir = join(ROOT, 'deploy')): string[] {
+/** Directories under deploy/ holding a kustomization file, by its kind (Kustomization or Component). */
+export function findKustomizations(kind: 'Kustomization' | 'Component' = 'Kustomization', dir = join(ROOT, 'deploy')): string[] {
   const found: string[] = [];
   for (const entry of readdirSync(dir)) {
     const p = join(dir, entry);
-    if (statSync(p).isDirectory()) found.push(...findKustomizations(p));
-    else if (/^kustomization\.ya?ml$|^Kustomization$/.test(entry)) found.push(relative(ROOT, dir).split('\\').join('/'));
+    if (statSync(p).isDirectory()) found.push(...findKustomizations(kind, p));
+    else if (/^kustomization\.ya?ml$|^Kustomization$/.test(entry)) {
+      const doc = (parseYaml(readFileSync(p, 'utf8')) ?? {}) as { kind?: string };
+      if ((doc.kind ?? 'Kustomization') === kind) found.push(relative(ROOT, dir).split('\\').join('/'));
+    }
   }
   return found.sort();
 }

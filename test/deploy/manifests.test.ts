@@ -4,7 +4,9 @@
  * hardening, drain budget, hot-reloadable config, Service and NetworkPolicy exposing only what they
  * should). The program side of the contract is checked in drift.test.ts.
  */
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -18,7 +20,10 @@ import type { IService } from 'kubernetes-models/v1/Service';
 import { buildConfig, DEFAULTS, ENV_VARS } from '../../src/config/index.js';
 import {
   APPLIED,
+  BUILT,
+  buildIn,
   byKind,
+  COMPONENTS,
   configMount,
   containerPort,
   envVar,
@@ -33,6 +38,10 @@ import {
   parseManifests,
   podServices,
   publicService,
+  READER_OVERLAYS,
+  READER_VALUES,
+  readerBlocks,
+  readerCopy,
   resolvePort,
   ROOT,
   SHUTDOWN_BUDGET,
@@ -84,9 +93,70 @@ function relayReadsSecret(relay: IContainer, name: string): boolean {
   return (relay.envFrom ?? []).some((f) => f.secretRef?.name === name) || (relay.env ?? []).some((e) => e.valueFrom?.secretKeyRef?.name === name);
 }
 
+/** Every string in an object, with where it is (`Kind/name.a.b[0]`). */
+function* stringsOf(value: unknown, path: string): Generator<[string, string]> {
+  if (typeof value === 'string') yield [path, value];
+  else if (Array.isArray(value)) for (const [i, v] of value.entries()) yield* stringsOf(v, `${path}[${i}]`);
+  else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) yield* stringsOf(v, `${path}.${k}`);
+}
+
+/** Names reserved for examples and private use (RFC 2606, RFC 6761, the .internal TLD): nobody's real address. */
+const PLACEHOLDER_NAME = /(^|\.)example(\.|$)|\.(invalid|internal|test|local|localhost|example)$/i;
+const HOST = /\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}\b/gi;
+const IPV4 = /\b\d{1,3}(?:\.\d{1,3}){3}(?:\/\d{1,2})?\b/g;
+
+/**
+ * Hosts and addresses in a string that the reader did not write: a name reserved for examples, or
+ * an IP address (or CIDR) that is neither loopback (the relay inside the Pod) nor the reader's own.
+ */
+function placeholderAddresses(text: string): string[] {
+  const out: string[] = [];
+  for (const host of text.match(HOST) ?? []) if (PLACEHOLDER_NAME.test(host)) out.push(host);
+  const readers = new Set(Object.values(READER_VALUES));
+  for (const ip of text.match(IPV4) ?? []) if (!ip.startsWith('127.') && !readers.has(ip)) out.push(ip);
+  return out;
+}
+
 describe('deploy/ kustomizations', () => {
-  it('the tests cover every kustomization under deploy/', () => {
+  it('recognises the stand-in addresses the deploy examples once held', () => {
+    expect(placeholderAddresses('redis-sentinel-0.example.internal:26379,redis-sentinel-1.example.internal:26379')).toHaveLength(2);
+    expect(placeholderAddresses('trustedProxies:\n  - 10.244.0.0/16   # placeholder')).toEqual(['10.244.0.0/16']);
+    expect(placeholderAddresses('api.example.com')).toEqual(['api.example.com']);
+    expect(placeholderAddresses('rediss://:p@redis.example.internal:6380/0')).toEqual(['redis.example.internal']);
+    // Not addresses, or the reader's own, or loopback.
+    expect(placeholderAddresses(`http://127.0.0.1:3000 docs/kubernetes.md ${READER_VALUES.FOREIGN_HOST} ${READER_VALUES.INGRESS_POD_CIDR} redis://sluice-redis:6379`)).toEqual([]);
+  });
+
+  it('the tests cover every kustomization and every Component under deploy/, and every overlay docs/kubernetes.md has the reader write', () => {
     expect(findKustomizations()).toEqual([...KUSTOMIZATIONS].sort());
+    expect(findKustomizations('Component')).toEqual([...COMPONENTS].sort());
+    const written = new Set(readerBlocks().flatMap((b) => [...b.matchAll(/cat > (deploy\/overlays\/[\w-]+)\/kustomization\.yaml/g)].map((m) => m[1]!)));
+    expect([...written].sort()).toEqual([...READER_OVERLAYS].sort());
+  });
+
+  it("docs/kubernetes.md's blocks that write the reader's files stop, naming the value, until the reader set it", () => {
+    const blocks = readerBlocks();
+    expect(blocks.length).toBeGreaterThanOrEqual(5);
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-unset-'));
+    try {
+      cpSync(join(ROOT, 'deploy'), join(dir, 'deploy'), { recursive: true });
+      for (const block of blocks) {
+        const needs = [...block.matchAll(/\$\{([A-Z_]+):\?/g)].map((m) => m[1]!);
+        // Every value a block asks for has a stand-in in the tests.
+        for (const n of needs) expect(READER_VALUES, n).toHaveProperty(n);
+        if (needs.length === 0) continue;
+        const r = spawnSync('bash', ['--norc', '--noprofile', '-euo', 'pipefail', '-c', block], {
+          cwd: dir,
+          stdio: ['ignore', 'pipe', 'pipe'],
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir },
+        });
+        expect(r.status, block).not.toBe(0);
+        expect(r.stderr).toContain(needs[0]);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('secret.example.yaml (not applied: the operator creates the Secret) is a valid Secret', () => {
@@ -104,7 +174,7 @@ const BUILD_TITLE =
   kubectlMode === 'skip' ? 'kubectl kustomize (SKIPPED: kubectl is not on PATH and CI is not set)' : 'kubectl kustomize';
 
 describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
-  describe.each(KUSTOMIZATIONS)('%s', (dir) => {
+  describe.each(BUILT)('%s', (dir) => {
     it('builds with `kubectl kustomize` and every object validates against the Kubernetes schemas', () => {
       const objects = kustomize(dir);
       expect(objects.length).toBeGreaterThan(0);
@@ -112,6 +182,17 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
       expect(new Set(ids).size, 'duplicate objects').toBe(ids.length);
       const problems = objects.flatMap(validateObject);
       expect(problems).toEqual([]);
+    });
+
+    it('points at no host or address the reader did not write (images aside: documented stand-ins)', () => {
+      const found: string[] = [];
+      for (const o of kustomize(dir)) {
+        for (const [path, value] of stringsOf(o, `${o.kind}/${o.metadata.name}`)) {
+          if (/\.image$/.test(path)) continue;
+          for (const problem of placeholderAddresses(value)) found.push(`${path}: ${problem}`);
+        }
+      }
+      expect(found).toEqual([]);
     });
 
     it('runs sluice as a native sidecar of the relay, hardened, probed on its admin port', () => {
@@ -299,6 +380,13 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
         expect(relayMount!.mountPath + path.slice(mount!.mountPath.length)).toBe('/data/one-api.db');
       } else {
         const ref = v!.valueFrom?.secretKeyRef;
+        if (ref?.name === NAMES.secret) {
+          // The relay-db-readonly Component: a read-only user's address, which the operator writes;
+          // required, so a Secret without it shows at once instead of a sluice without the relay's keys.
+          expect(ref.key).toBe('relay-db-url');
+          expect(ref.optional ?? false).toBe(false);
+          return;
+        }
         expect(ref?.key).toBe('SQL_DSN');
         expect(relayReadsSecret(relay, ref!.name!), `the relay does not read Secret ${ref!.name}`).toBe(true);
         // Optional: a relay on SQLite has no SQL_DSN, and sluice then runs on its own registry.
@@ -394,24 +482,35 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
     for (const peer of peers) expect(labelsMatch(peer.podSelector?.matchLabels, deployment.spec?.template.metadata?.labels)).toBe(true);
   });
 
-  it('managed-redis: Redis URL from the operator Secret, Sentinel list and master name set', () => {
+  it('managed-redis: one Redis endpoint, its URL from the operator Secret; no Sentinel unless a Component adds it', () => {
     const objects = kustomize('deploy/overlays/managed-redis');
     const { sidecar } = sluicePod(objects);
     expect(envVar(sidecar, 'SLUICE_REDIS_URL')?.valueFrom?.secretKeyRef).toMatchObject({ name: NAMES.secret, key: 'redis-url' });
-    const value = (name: string): string => {
-      const e = envVar(sidecar, name);
-      if (e?.value !== undefined) return e.value;
-      const ref = e?.valueFrom?.configMapKeyRef;
-      if (!ref) throw new Error(`${name} is neither a value nor a ConfigMap key`);
-      return one<IConfigMap>(objects, 'ConfigMap', ref.name!).data![ref.key]!;
-    };
-    const sentinels = value('SLUICE_REDIS_SENTINELS').split(',');
-    expect(sentinels.length).toBeGreaterThanOrEqual(1);
-    for (const s of sentinels) expect(s).toMatch(/^[A-Za-z0-9.-]+:\d{1,5}$/);
-    expect(value('SLUICE_REDIS_SENTINEL_NAME')).toMatch(/^\S+$/);
+    expect((sidecar.env ?? []).map((e) => e.name).filter((n) => n.startsWith('SLUICE_REDIS_'))).toEqual(['SLUICE_REDIS_URL']);
+    // So do the examples built on it.
+    for (const dir of ['deploy/examples/existing-new-api', 'deploy/examples/two-channels']) {
+      expect(envVar(sluicePod(kustomize(dir)).sidecar, 'SLUICE_REDIS_SENTINELS'), dir).toBeUndefined();
+    }
   });
 
-  it('two-channels example: both hostnames reach the one public Service (same Pods, keys and limits)', () => {
+  it("the opt-in Components (the reader's production overlay adds both): Sentinel and a read-only relay database user, every address from keys of the operator Secret, required", () => {
+    const base = sluicePod(kustomize('deploy/overlays/managed-redis')).sidecar;
+    const { sidecar } = sluicePod(kustomize('deploy/overlays/production'));
+    const fromSecret = (name: string) => envVar(sidecar, name)?.valueFrom?.secretKeyRef;
+    expect(fromSecret('SLUICE_REDIS_SENTINELS')).toEqual({ name: NAMES.secret, key: 'redis-sentinels' });
+    expect(fromSecret('SLUICE_REDIS_SENTINEL_NAME')).toEqual({ name: NAMES.secret, key: 'redis-sentinel-name' });
+    expect(fromSecret('SLUICE_RELAY_DB')).toEqual({ name: NAMES.secret, key: 'relay-db-url', optional: false });
+    // Nothing else of the sidecar changes (but the image the reader names).
+    const rest = (c: IContainer) => ({ ...c, image: '', env: (c.env ?? []).filter((e) => !['SLUICE_REDIS_SENTINELS', 'SLUICE_REDIS_SENTINEL_NAME', 'SLUICE_RELAY_DB'].includes(e.name)) });
+    expect(rest(sidecar)).toEqual(rest(base));
+    expect(sidecar.image).toBe(READER_VALUES.SLUICE_IMAGE);
+  });
+
+  it('two-channels example: does not build until the reader wrote its hosts and CIDR; then both of those hostnames reach the one public Service (same Pods, keys and limits)', () => {
+    // As it is in the repository: the build fails, naming the file the reader has yet to write.
+    const unset = buildIn(ROOT, 'deploy/examples/two-channels');
+    expect(unset.status).not.toBe(0);
+    expect(unset.stderr).toMatch(/channels\.env|config\.yaml/);
     const objects = kustomize('deploy/examples/two-channels');
     const { service: pub } = publicService(objects);
     const portOk = (p: { name?: string; number?: number } | undefined): boolean =>
@@ -427,12 +526,18 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
         }
       }
     }
-    expect(hosts.size).toBe(2);
+    expect([...hosts].sort()).toEqual([READER_VALUES.FOREIGN_HOST, READER_VALUES.DOMESTIC_HOST].sort());
+    for (const ing of ingresses) {
+      expect(ing.spec?.tls?.flatMap((t) => t.hosts ?? [])).toEqual(ing.spec?.rules?.map((r) => r.host));
+      expect([READER_VALUES.FOREIGN_INGRESS_CLASS, READER_VALUES.DOMESTIC_INGRESS_CLASS]).toContain(ing.spec?.ingressClassName);
+    }
+    // The reader's settings file is only read by the build, never applied.
+    expect(byKind(objects, 'ConfigMap').map((c) => c.metadata.name)).not.toContainEqual(expect.stringMatching(/^two-channels/));
     // Behind an Ingress controller sluice must trust its X-Forwarded-For, or all clients share one IP.
     const { pod, sidecar } = sluicePod(objects);
     const { files, fileName } = configMount(objects, pod, sidecar);
     const cfg = parseYaml(files.get(fileName)!) as { trustedProxies?: string[] };
-    expect(cfg.trustedProxies?.length).toBeGreaterThan(0);
+    expect(cfg.trustedProxies).toEqual([READER_VALUES.INGRESS_POD_CIDR]);
     // Otherwise the very limits of the base (the example's file is a copy that must not drift).
     const baseObjects = kustomize('deploy/base');
     const baseFiles = configMount(baseObjects, sluicePod(baseObjects).pod, sluicePod(baseObjects).sidecar).files;
@@ -482,13 +587,13 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
   });
 });
 
-describe('deploy config files', () => {
-  it('two-channels example: its config differs from the base config only in trustedProxies', () => {
-    const read = (path: string): Record<string, unknown> => parseYaml(readFileSync(join(ROOT, path), 'utf8')) as Record<string, unknown>;
+describe.skipIf(kubectlMode === 'skip')('deploy config files', () => {
+  it("two-channels example: the config the reader's step writes differs from the base config only in trustedProxies", () => {
+    const read = (path: string): Record<string, unknown> => parseYaml(readFileSync(join(readerCopy(), path), 'utf8')) as Record<string, unknown>;
     const { trustedProxies: baseProxies, ...base } = read('deploy/base/config.yaml');
     const { trustedProxies: exampleProxies, ...example } = read('deploy/examples/two-channels/config.yaml');
     expect(example).toEqual(base);
     expect(baseProxies).toEqual([]);
-    expect((exampleProxies as unknown[]).length).toBeGreaterThan(0);
+    expect(exampleProxies).toEqual([READER_VALUES.INGRESS_POD_CIDR]);
   });
 });

@@ -11,6 +11,13 @@ import { request, type RawResponse } from '../support/http.js';
 
 const ORIGIN = 'https://playground.example';
 
+/** What sluice's own answers to a cross-origin call carry: the relay's CORS fields, and the fields a page may read. */
+const OWN_CORS = {
+  'access-control-allow-credentials': 'true',
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'Retry-After, RateLimit, RateLimit-Policy, X-Oneapi-Request-Id',
+};
+
 /** The CORS fields of an answer. */
 function cors(r: RawResponse): Record<string, string> {
   return Object.fromEntries(Object.entries(r.headers).filter(([k]) => k.startsWith('access-control-')) as Array<[string, string]>);
@@ -73,7 +80,7 @@ describe('CORS preflights (issue #17, item 8)', () => {
   it('an OPTIONS that is no preflight needs a key: 401 readable by the browser (CORS headers as the relay sends them); with a key it gets the relay answer', async () => {
     const noMethod = await request(h.url, 'OPTIONS', '/v1/chat/completions', { headers: { origin: ORIGIN } });
     expect(noMethod.status).toBe(401);
-    expect(cors(noMethod)).toEqual({ 'access-control-allow-credentials': 'true', 'access-control-allow-origin': '*' });
+    expect(cors(noMethod)).toEqual(OWN_CORS);
     expect(JSON.parse(noMethod.text)).toMatchObject({ error: { code: '', type: 'new_api_error' } });
     const { key } = await freshUser(h, 'opt');
     const withKey = await request(h.url, 'OPTIONS', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` } });
@@ -87,15 +94,40 @@ describe('CORS preflights (issue #17, item 8)', () => {
     for (let i = 0; i < 20; i++) await request(h.url, 'POST', '/v1/chat/completions', { headers, body: '{"model":"vend-flash-free","messages":[]}' });
     const limited = await request(h.url, 'POST', '/v1/chat/completions', { headers, body: '{"model":"vend-flash-free","messages":[]}' });
     expect(limited.status).toBe(429);
-    expect(cors(limited)).toEqual({ 'access-control-allow-credentials': 'true', 'access-control-allow-origin': '*' });
+    expect(cors(limited)).toEqual(OWN_CORS);
     expect(limited.headers['retry-after']).toBeDefined();
+    expect(limited.headers['ratelimit']).toBeDefined();
+    expect(limited.headers['ratelimit-policy']).toBeDefined();
+    expect(limited.headers['x-oneapi-request-id']).toBeDefined();
     const unauthorized = await request(h.url, 'POST', '/v1/chat/completions', { headers: { origin: ORIGIN }, body: '{}' });
     expect(unauthorized.status).toBe(401);
     expect(cors(unauthorized)['access-control-allow-origin']).toBe('*');
+    expect(cors(unauthorized)).toEqual(OWN_CORS);
     // Where the relay sends none (its dashboard /api/* routes), neither does sluice.
     const dashboard = await request(h.url, 'GET', '/api/user/self', { headers: { origin: ORIGIN } });
     expect(dashboard.status).toBe(401);
     expect(cors(dashboard)).toEqual({});
+  });
+
+  it("the relay's own answers keep the relay's CORS fields; on a free call sluice exposes only the RateLimit fields it added", async () => {
+    const { key } = await freshUser(h, 'cors-relay');
+    const headers = { origin: ORIGIN, authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    // A paid call: the relay's answer, its CORS fields as the relay sent them (it exposes nothing).
+    const paid = await request(h.url, 'POST', '/v1/chat/completions', { headers, body: '{"model":"vend-flash","messages":[]}' });
+    const straight = await request(h.relay.url, 'POST', '/v1/chat/completions', { headers, body: '{"model":"vend-flash","messages":[]}' });
+    expect(paid.status).toBe(200);
+    expect(cors(paid)).toEqual(cors(straight));
+    expect(cors(paid)['access-control-expose-headers']).toBeUndefined();
+    // A free call the relay answers: sluice's RateLimit fields are added, and exposed, so a browser
+    // client can pace itself before the 429; the relay's own fields stay as they were.
+    const free = await request(h.url, 'POST', '/v1/chat/completions', { headers, body: '{"model":"vend-flash-free","messages":[]}' });
+    expect(free.status).toBe(200);
+    expect(free.headers['ratelimit']).toBeDefined();
+    expect(cors(free)).toEqual({ ...cors(straight), 'access-control-expose-headers': 'ratelimit-policy, ratelimit' });
+    // Same-origin (no Origin): nothing to expose, nothing added.
+    const plain = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"model":"vend-flash-free","messages":[]}' });
+    expect(plain.status).toBe(200);
+    expect(cors(plain)).toEqual({});
   });
 });
 
