@@ -124,10 +124,8 @@ export class RelayKeySource implements KeySource {
     // batch hands a row only to the body it equals exactly.
     if (row === null) return 'unknown';
     const verdict = judgeToken(row, Math.floor(this.o.clock.now() / 1000));
-    if (!verdict.ok) {
-      this.o.log.debug({ keyId: String(row.id), user: String(row.userId), reason: verdict.reason }, 'relay key refused');
-      return 'refused';
-    }
+    // Why, and whose: the request's access line says it (src/auth/reasons.ts).
+    if (!verdict.ok) return { reason: verdict.reason, id: String(row.id), user: String(row.userId) };
     return { id: String(row.id), user: String(row.userId), hash };
   }
 
@@ -198,7 +196,8 @@ export class RelayKeySource implements KeySource {
       return;
     }
     const byKey = new Map<string, TokenRow>();
-    for (const r of rows) byKey.set(r.key, r);
+    // One row per key (the unique index); were there a deleted one beside a live one, the live one counts.
+    for (const r of rows) if (!(r.deleted && byKey.has(r.key))) byKey.set(r.key, r);
     for (const [body, ws] of batch) {
       const row = byKey.get(body) ?? null;
       for (const w of ws) w.resolve(row);
