@@ -43,7 +43,9 @@ describe("why 401, keys in sluice's registry", () => {
   });
   afterAll(() => h?.close());
 
-  it.each<[string, string, OutgoingHttpHeaders, string]>([
+  // Header values as Node sends them: a list is one line per value.
+  type Headers = Record<string, string | string[]>;
+  const cases: Array<[string, string, Headers, string]> = [
     ['no key header at all', '/v1/chat/completions', {}, 'no_key'],
     ['x-api-key where only Authorization counts', '/v1/chat/completions', { 'x-api-key': 'KEY' }, 'wrong_header'],
     ['x-goog-api-key on the messages protocol', '/v1/messages', { 'x-goog-api-key': 'KEY' }, 'wrong_header'],
@@ -56,7 +58,8 @@ describe("why 401, keys in sluice's registry", () => {
     ['an empty x-api-key beside a valid Authorization', '/v1/messages', { authorization: 'Bearer KEY', 'x-api-key': '' }, 'empty_key'],
     ['a wrong key', '/v1/chat/completions', { authorization: 'Bearer sk-wrongwrongwrongwrong0123' }, 'unknown_key'],
     ['a wrong key beside a valid one', '/v1/models', { authorization: 'Bearer KEY', 'x-api-key': 'sk-wrongwrongwrongwrong0123' }, 'unknown_key'],
-  ])('%s: %s', async (_what, path, headers, reason) => {
+  ];
+  it.each(cases)('%s: %s', async (_what, path, headers, reason) => {
     // KEY is alice's valid key: the refusal is for the other header's fault, never the valid key's.
     const withKey = JSON.parse(JSON.stringify(headers).replaceAll('KEY', alice.slice(3))) as OutgoingHttpHeaders;
     const line = await refused(h, logs, path, withKey, reason);

@@ -17,6 +17,8 @@
 import type { Logger } from 'pino';
 import type { KeySource, SourceAnswer } from '../authenticator.js';
 import type { Clock } from '../../runtime/clock.js';
+import type { RelayDbConfig } from '../../config/index.js';
+import { sqliteModulePath } from './sqlite.js';
 import { describeRelayDsn, type RelayDsn } from './dsn.js';
 import { ANSWER_GRACE_MS, openDriver, withTimeout, type RelayDbDriver } from './driver.js';
 import { couldBeRelayKey, judgeToken, relayKeyBody, type TokenRow } from './rules.js';
@@ -67,6 +69,24 @@ export class RelayDbBusyError extends Error {
 interface Waiter {
   resolve: (row: TokenRow | null) => void;
   reject: (err: Error) => void;
+}
+
+/** The key source `relayDb.*` describes, or null when `relayDb.url` is unset. */
+export function relayKeySourceFor(r: RelayDbConfig, clock: Clock, log: Logger, observe?: RelayKeySourceOptions['observe']): RelayKeySource | null {
+  if (!r.dsn) return null;
+  // A missing optional driver is a start-up error (exit 78), not a surprise on the first request.
+  if (r.dsn.dialect === 'sqlite') sqliteModulePath('SLUICE_RELAY_DB');
+  return new RelayKeySource({
+    dsn: r.dsn,
+    schema: r.schema === 'auto' ? null : r.schema,
+    poolSize: r.poolSize,
+    queryTimeoutMs: r.queryTimeoutMs,
+    maxAgeMs: r.recheckSeconds * 1000,
+    staleMs: r.staleSeconds * 1000,
+    clock,
+    log,
+    observe,
+  });
 }
 
 export const RELAY_DB_DEFAULTS = Object.freeze({ batchSize: 500, maxQueued: 5000, renewWindowMs: 1000, retryMs: 5000 });

@@ -6,11 +6,12 @@
  * means (src/limits/guard.ts for limits, the admin API answers 503 store_unavailable).
  */
 import { DEFAULTS } from '../../config/index.js';
-import { KeyChangeFeed } from './change-feed.js';
+import { ChangeFeed } from './change-feed.js';
 import { baseOptions, connect, SCRIPTS, type RedisConnection, type RedisStoreOptions } from './connection.js';
 import { RedisDecisions } from './decisions.js';
+import { LimitResets } from './limit-resets.js';
 import { KeyRegistry } from './registry.js';
-import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, Store } from '../types.js';
+import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitsReset, LimitState, Store } from '../types.js';
 
 export { redisStoreOptions, type RedisStoreOptions } from './connection.js';
 
@@ -22,7 +23,8 @@ export class RedisStore implements Store {
   private readonly sub: RedisConnection;
   private readonly decisions: RedisDecisions;
   private readonly registry: KeyRegistry;
-  private readonly changes: KeyChangeFeed;
+  private readonly resets: LimitResets;
+  private readonly changes: ChangeFeed;
   private readonly reconnectListeners: Array<() => void> = [];
   private readyOnce = false;
   private closed = false;
@@ -30,10 +32,12 @@ export class RedisStore implements Store {
   constructor(opts: RedisStoreOptions) {
     const prefix = opts.keyPrefix ?? DEFAULTS.redis.keyPrefix;
     const channel = `${prefix}keys:changed`;
+    const resetChannel = `${prefix}limits:reset`;
     const base = baseOptions(opts);
     this.client = connect(opts, { ...base, scripts: SCRIPTS });
     this.decisions = new RedisDecisions(this.client, prefix, opts.batchDecisions !== false);
     this.registry = new KeyRegistry(this.client, prefix, channel);
+    this.resets = new LimitResets(this.client, prefix, resetChannel);
     // Errors surface through the commands that fail; the connection's own
     // 'error' events would otherwise crash the process.
     this.client.on('error', () => {});
@@ -42,7 +46,7 @@ export class RedisStore implements Store {
       this.readyOnce = true;
     });
     this.sub = connect(opts, { ...base, enableOfflineQueue: true, commandTimeout: undefined, enableAutoPipelining: false });
-    this.changes = new KeyChangeFeed(this.sub, channel);
+    this.changes = new ChangeFeed(this.sub, { keys: channel, limits: resetChannel });
   }
 
   /** Resolves once the command connection is ready (or rejects after `timeoutMs`). */
@@ -66,7 +70,15 @@ export class RedisStore implements Store {
   }
 
   onKeyChange(listener: (change: KeyChange) => void): void {
-    this.changes.onChange(listener);
+    this.changes.onKeyChange(listener);
+  }
+
+  onLimitsReset(listener: (e: LimitsReset) => void): void {
+    this.changes.onLimitsReset(listener);
+  }
+
+  resetLimits(subject: string, checks: readonly LimitCheck[]): Promise<void> {
+    return this.resets.reset(subject, checks);
   }
 
   onReconnect(listener: () => void): void {
