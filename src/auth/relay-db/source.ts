@@ -21,6 +21,7 @@ import type { RelayDbConfig } from '../../config/index.js';
 import { sqliteModulePath } from './sqlite.js';
 import { describeRelayDsn, type RelayDsn } from './dsn.js';
 import { ANSWER_GRACE_MS, openDriver, withTimeout, type RelayDbDriver } from './driver.js';
+import { privilegeProblem, probeStatement } from './privileges.js';
 import { couldBeRelayKey, judgeToken, relayKeyBody, type TokenRow } from './rules.js';
 import { columnsStatement, detectSchema, tokenRow, tokensByKeyStatement, type RelaySchema, type SchemaShape } from './sql.js';
 
@@ -234,8 +235,10 @@ export class RelayKeySource implements KeySource {
       try {
         shape = detectSchema(rows, this.o.schema);
       } catch (err) {
-        this.failed(err);
-        throw err;
+        // Tables or columns the user may not read are not listed either: a refused read says so.
+        const problem = (await this.refusedRead(driver)) ?? err;
+        this.failed(problem);
+        throw problem;
       }
       this.shape = shape;
       this.status.schema = shape.schema;
@@ -249,6 +252,19 @@ export class RelayKeySource implements KeySource {
       this.retryLater();
       throw err;
     });
+  }
+
+  /** Why the user may not read what the lookups read (privileges.ts), or null when it may (or the tables are not there). */
+  private async refusedRead(driver: RelayDbDriver): Promise<Error | null> {
+    for (const table of ['tokens', 'users'] as const) {
+      try {
+        await withTimeout(driver.query(probeStatement(driver.dialect, table)), this.o.queryTimeoutMs + ANSWER_GRACE_MS, 'a relay database statement');
+      } catch (err) {
+        const problem = privilegeProblem(err, this.o.dsn);
+        if (problem !== null) return new Error(problem);
+      }
+    }
+    return null;
   }
 
   private connected(): Promise<RelayDbDriver> {
@@ -288,7 +304,8 @@ export class RelayKeySource implements KeySource {
 
   /** `starting` stays so until the database was reached once; after that a failure is `failing`. */
   private failed(err: unknown): void {
-    const message = err instanceof Error ? err.message : String(err);
+    // A refused read names the missing grant, not "unreachable".
+    const message = privilegeProblem(err, this.o.dsn) ?? (err instanceof Error ? err.message : String(err));
     const changed = this.status.state === 'ok' || this.status.error !== message;
     if (this.status.state === 'ok') {
       this.status.state = 'failing';
