@@ -4,7 +4,9 @@
  * through the admin API, and `config check` printing an effective config that round-trips.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { stringify as stringifyYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
@@ -40,7 +42,15 @@ function sluice(args: string[], env: Record<string, string> = {}, stdin?: string
   });
 }
 
-const tmp = (): string => mkdtempSync('/tmp/sluice-cli-');
+const made: string[] = [];
+const tmp = (): string => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-cli-'));
+  made.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
 
 describe('sluice: usage and help', () => {
   it('prints the usage on stderr and exits 2 with no command, or an unknown one', async () => {
