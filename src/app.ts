@@ -8,11 +8,11 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { createAdminHandler } from './admin/server.js';
+import { lookupKeyOwner } from './admin/key-lookup.js';
 import { KeyService } from './admin/keys.js';
 import { Authenticator, storeKeySource, type AuthenticatorOptions, type KeySource } from './auth/authenticator.js';
 import { LookupGuard } from './auth/lookup-guard.js';
-import { RelayKeySource } from './auth/relay-db/source.js';
-import { sqliteModulePath } from './auth/relay-db/sqlite.js';
+import { relayKeySourceFor, type RelayKeySource } from './auth/relay-db/source.js';
 import { BodyBudget } from './http/body-budget.js';
 import { systemClock, type Clock } from './runtime/clock.js';
 import { ADMIN_MAX_CONNECTIONS, connectionCap, openFileLimit } from './http/connections.js';
@@ -26,7 +26,7 @@ import { createLogger } from './log/index.js';
 import { Metrics } from './metrics/index.js';
 import { exposedGc, startIdleCollection, type IdleCollectionOptions } from './runtime/idle-gc.js';
 import { buildInfo } from './runtime/version.js';
-import { applyReload, buildPolicy, type Policy } from './limits/policy.js';
+import { applyReload, buildPolicy, forgetSubject, type Policy } from './limits/policy.js';
 import { StoreHealth } from './store/health.js';
 import { MemoryStore } from './store/memory.js';
 import { RedisStore, redisStoreOptions } from './store/redis/index.js';
@@ -91,27 +91,6 @@ export function createStore(config: Config, log: Logger): Store {
   return new MemoryStore();
 }
 
-/** The relay's database as a key source, or null when none is configured. */
-function createRelayKeySource(config: Config, clock: Clock, log: Logger, metrics: Metrics): RelayKeySource | null {
-  const r = config.relayDb;
-  if (!r.dsn) return null;
-  // A missing optional driver is a start-up error (exit 78), not a surprise on the first request.
-  if (r.dsn.dialect === 'sqlite') sqliteModulePath('SLUICE_RELAY_DB');
-  return new RelayKeySource({
-    dsn: r.dsn,
-    schema: r.schema === 'auto' ? null : r.schema,
-    poolSize: r.poolSize,
-    queryTimeoutMs: r.queryTimeoutMs,
-    maxAgeMs: r.recheckSeconds * 1000,
-    staleMs: r.staleSeconds * 1000,
-    clock,
-    log,
-    observe: (op, seconds, failed) => {
-      metrics.relayDbSeconds.cell({ op }).observe(seconds);
-      if (failed) metrics.relayDbErrors.inc({ op });
-    },
-  });
-}
 
 export function createSluice(opts: SluiceOptions): Sluice {
   let config = opts.config;
@@ -141,9 +120,18 @@ export function createSluice(opts: SluiceOptions): Sluice {
     policy.freeTier.forgetRefusals();
     policy.ipLimiter.forgetRefusals();
   });
+  // An operator reset a subject's limits (here or on another replica): what this replica keeps of
+  // it, refusals and outage counts, goes at once.
+  store.onLimitsReset((e) => {
+    forgetSubject(policy, e);
+    if (e.type === 'reset') limits.forget(e.subject);
+  });
   // The embedded store makes no round trip: only Redis lookups are timed (sluice_store_seconds).
   const timed = store.kind === 'redis' ? <T>(fn: () => Promise<T>): Promise<T> => metrics.timeStore('find_key', fn) : undefined;
-  const relayKeys = createRelayKeySource(config, clock, log, metrics);
+  const relayKeys = relayKeySourceFor(config.relayDb, clock, log, (op, seconds, failed) => {
+    metrics.relayDbSeconds.cell({ op }).observe(seconds);
+    if (failed) metrics.relayDbErrors.inc({ op });
+  });
   if (relayKeys) metrics.relayDbUp(() => (relayKeys.health().state === 'ok' ? 1 : 0));
   // The relay's database first: it is authoritative for the keys it holds (a key it refuses is
   // refused, whatever sluice's registry says); the registry answers for keys it does not hold.
@@ -237,7 +225,8 @@ export function createSluice(opts: SluiceOptions): Sluice {
     log,
     adminToken: config.adminToken,
     keys,
-    freeTier: () => policy.freeTier,
+    lookupKey: (key) => lookupKeyOwner(authenticator, key),
+    limits: () => policy,
     ready: async () => {
       // Whether this replica can serve, not whether a shared dependency is up: not ready until the
       // store (and the relay's database) answered once since start, so a wrong address keeps a new

@@ -1,147 +1,266 @@
 /**
- * `sluice` command line: key operations against the configured store, config
- * checks, and start. With no Redis configured, key operations go through a
- * running sluice's admin API (`--admin-url`), because the embedded store
- * lives inside that process.
+ * `sluice` command line: key operations ("whose key is this" included), limit state and resets,
+ * config checks, and start. Key and limit commands work on the configured store directly, or
+ * through a running sluice's admin API (`--admin-url`), which the embedded store needs since it
+ * lives inside that process (src/admin/client.ts).
+ *
+ * Exit codes: 0 done, 1 not found, refused or unreachable, 2 usage, 78 configuration error.
  */
 import { parseArgs } from 'node:util';
-import { KeyService } from './admin/keys.js';
-import { systemClock } from './runtime/clock.js';
-import { buildConfig, loadConfig, publicConfig, readConfigFile } from './config/index.js';
+import { AdminCallError, apiClient, directClient, type AdminClient } from './admin/client.js';
+import { buildToolConfig, loadToolConfig, publicConfig, readConfigFile, upstreamSet } from './config/index.js';
 import { AdminError, ConfigError } from './answers/errors.js';
-import { RedisStore, redisStoreOptions } from './store/redis/index.js';
 import { versionLine } from './runtime/version.js';
 
-const USAGE = `usage: sluice <command>
+const STORE_NOTE = `Key and limit commands use the sidecars' own settings: SLUICE_REDIS_URL (or redis.url
+in SLUICE_CONFIG), the key prefix, SLUICE_RELAY_DB, the limits. Without Redis, pass
+--admin-url http://<host>:9090 (or set SLUICE_ADMIN_URL) and SLUICE_ADMIN_TOKEN to use a
+running sluice.`;
+
+/** The usage of each command and subcommand: `sluice <command> [<subcommand>] --help` prints it. */
+const HELP: Readonly<Record<string, string>> = {
+  '': `usage: sluice <command> [options]
 
   sluice start                                   start the sidecar (same as npm start)
   sluice keys create --user <id> [--name <n>] [--key <existing key>]
   sluice keys list --user <id>
   sluice keys delete <key id>
-  sluice config check <file>                     validate a config file (exit 0 when valid)
+  sluice keys lookup < file                      whose key is this, valid or why not (key on stdin)
+  sluice limits show --user <id> | --ip <address>
+  sluice limits reset --user <id> | --ip <address>   unblock: reset the counts on every replica
+  sluice config check <file>                     validate a config file, print the effective config
   sluice --version                               the version, the commit built from and the Node running it
+  sluice help | --help                           this text; \`sluice <command> --help\` for one command
 
-Key commands use SLUICE_REDIS_URL (or redis.url in SLUICE_CONFIG). Without Redis,
-pass --admin-url http://host:9090 (and SLUICE_ADMIN_TOKEN) to use a running sluice.
-`;
+${STORE_NOTE}
+Exit codes: 0 done, 1 not found, refused or unreachable, 2 usage, 78 configuration error.
+`,
+  start: `usage: sluice start
 
-interface KeyOps {
-  create(body: Record<string, string>): Promise<unknown>;
-  list(user: string): Promise<unknown>;
-  remove(id: string): Promise<boolean>;
-  close(): Promise<void>;
+Starts the sidecar in the foreground, as npm start does: settings from the environment and
+SLUICE_CONFIG (docs/configuration.md); SIGTERM drains and exits 0; exit 78 on a configuration error.
+`,
+  keys: `usage: sluice keys <create|list|delete|lookup> [options] [--admin-url <url>]
+
+  sluice keys create --user <id> [--name <n>] [--key <existing key>]
+  sluice keys list --user <id>
+  sluice keys delete <key id>
+  sluice keys lookup < file
+
+${STORE_NOTE}
+`,
+  'keys create': `usage: sluice keys create --user <id> [--name <name>] [--key <existing key>] [--admin-url <url>]
+
+Makes a key for user <id> in sluice's registry and prints it once (JSON); --key imports an existing
+one (16-256 visible ASCII characters after an optional sk-, no "-").
+`,
+  'keys list': `usage: sluice keys list --user <id> [--admin-url <url>]
+
+Lists the user's keys in sluice's registry (ids, names, creation times; never the keys).
+`,
+  'keys delete': `usage: sluice keys delete <key id> [--admin-url <url>]
+
+Deletes a key of sluice's registry; every replica stops accepting it within a second. Exit 1 when
+no key has that id. Keys made in the relay's console are deleted in the console.
+`,
+  'keys lookup': `usage: sluice keys lookup [--admin-url <url>] < file-holding-the-key
+
+Reads one key from standard input (never from the command line, where ps would show it) and
+prints {"id","user","source","valid","reason"}: which source holds it (relay-db, registry, or
+null), its id and user, whether a request with it authenticates now, and if not why (the access
+line's reason). Looked up as requests are (sk- and a -<suffix> aside), without the key cache.
+The key is neither printed nor logged. Exit 0 whenever the sources answered.
+`,
+  limits: `usage: sluice limits <show|reset> (--user <id> | --ip <address>) [--admin-url <url>]
+
+  sluice limits show --user <id>        the user's free-tier counts: used, remaining, waits
+  sluice limits show --ip <address>     the address's counts under each per-IP rule, and the
+                                        bucket it counts in (IPv6: its /64 by default)
+  sluice limits reset --user <id>       deletes the user's free-tier counts (window and today)
+  sluice limits reset --ip <address>    deletes the address bucket's per-IP counts
+A reset reaches every replica: each forgets the refusals it remembers. It prints the state after.
+
+${STORE_NOTE}
+`,
+  'limits show': '',
+  'limits reset': '',
+  config: `usage: sluice config check <file>
+
+Validates a config file with the SLUICE_* variables of this shell (the environment wins), as
+start-up would: exit 0 and the effective config as JSON on stdout (a set secret as "[redacted]"),
+or exit 78 and a message naming the bad key. The printed config, saved as a file with the
+secrets given again, is accepted and gives the same config.
+`,
+  'config check': '',
+};
+
+class UsageError extends Error {
+  override name = 'UsageError';
 }
 
-function fail(msg: string, code = 2): never {
-  process.stderr.write(`sluice: ${msg}\n`);
+function fail(msg: string, code: number): never {
+  const text = msg.endsWith('\n') ? msg : `${msg}\n`;
+  // A usage text stands alone; anything else says who is speaking.
+  process.stderr.write(text.startsWith('usage:') ? text : `sluice: ${text}`);
   process.exit(code);
 }
 
-async function redisOps(): Promise<KeyOps> {
-  const env = { ...process.env, SLUICE_UPSTREAM_URL: process.env.SLUICE_UPSTREAM_URL || 'http://unused.invalid' };
-  const cfg = loadConfig(env);
-  if (!cfg.redis.url) {
-    fail('no SLUICE_REDIS_URL configured: the embedded store lives inside the running sluice; use --admin-url http://<host>:<admin port> with SLUICE_ADMIN_TOKEN');
-  }
-  // The same prefix, Sentinel or Cluster as the sidecars, or the keys land where none of them looks;
-  // a longer command bound, since a person waits here, not a request.
-  const store = new RedisStore({ ...redisStoreOptions(cfg.redis, cfg.redis.url), commandTimeoutMs: Math.max(2000, cfg.redis.commandTimeoutMs) });
-  try {
-    await store.waitReady(5000);
-  } catch (err) {
-    await store.close();
-    fail(`cannot reach Redis: ${(err as Error).message}`, 1);
-  }
-  const svc = new KeyService(store, systemClock);
-  return {
-    create: (b) => svc.create(b),
-    list: async (user) => ({ keys: await svc.list(user) }),
-    remove: async (id) => (await svc.remove(id)) !== null,
-    close: () => store.close(),
-  };
+function helpFor(path: string): string {
+  const text = HELP[path];
+  return text === '' || text === undefined ? HELP[path.split(' ')[0]!] ?? HELP['']! : text;
 }
 
-function adminOps(base: string): KeyOps {
-  const token = process.env.SLUICE_ADMIN_TOKEN;
-  if (!token) fail('SLUICE_ADMIN_TOKEN is required with --admin-url');
-  const call = async (method: string, path: string, body?: unknown): Promise<Response> => {
-    const r = await fetch(new URL(path, base), {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (r.status >= 400 && r.status !== 404) fail(`admin API answered ${r.status}: ${await r.text()}`, 1);
-    return r;
-  };
-  return {
-    create: async (b) => (await call('POST', '/admin/keys', b)).json(),
-    list: async (user) => (await call('GET', `/admin/keys?user=${encodeURIComponent(user)}`)).json(),
-    remove: async (id) => (await call('DELETE', `/admin/keys/${encodeURIComponent(id)}`)).status === 204,
-    close: async () => {},
-  };
+/** Every option of every command; each command says which it takes. */
+const OPTIONS = {
+  user: { type: 'string' },
+  name: { type: 'string' },
+  key: { type: 'string' },
+  ip: { type: 'string' },
+  'admin-url': { type: 'string' },
+} as const;
+
+/** Parses a command's options; an unknown, malformed or misplaced one is a usage error. */
+function options(args: string[], takes: ReadonlyArray<keyof typeof OPTIONS>, usage: string) {
+  const refuse = (msg: string): UsageError => new UsageError(`${msg}\n\n${helpFor(usage)}`);
+  let parsed: ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; options: typeof OPTIONS }>>;
+  try {
+    parsed = parseArgs({ args, allowPositionals: true, options: OPTIONS });
+  } catch (err) {
+    throw refuse((err as Error).message);
+  }
+  for (const name of Object.keys(parsed.values)) {
+    if (name !== 'admin-url' && !takes.includes(name as keyof typeof OPTIONS)) throw refuse(`sluice ${usage} takes no --${name}`);
+  }
+  return parsed;
+}
+
+async function client(adminUrl: string | undefined): Promise<AdminClient> {
+  const url = adminUrl ?? process.env.SLUICE_ADMIN_URL;
+  if (url) {
+    const token = process.env.SLUICE_ADMIN_TOKEN;
+    if (!token) throw new UsageError('SLUICE_ADMIN_TOKEN is required with --admin-url');
+    return apiClient(url, token);
+  }
+  const cfg = loadToolConfig(process.env);
+  if (!cfg.redis.url) {
+    throw new AdminCallError(
+      'no SLUICE_REDIS_URL configured: the embedded store lives inside the running sluice; use --admin-url http://<host>:<admin port> with SLUICE_ADMIN_TOKEN',
+    );
+  }
+  return directClient(cfg, cfg.redis.url);
+}
+
+const print = (v: unknown): void => void process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
+
+/** Standard input, whole: where `keys lookup` reads its key (argv would show it in ps). */
+async function stdinText(): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write('Paste the key, then press Enter and Ctrl-D.\n');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of process.stdin as AsyncIterable<Buffer>) {
+    size += c.length;
+    if (size > 64 * 1024) throw new UsageError('keys lookup reads one key from standard input; this is far longer than a key');
+    chunks.push(c);
+  }
+  return Buffer.concat(chunks).toString('utf8').trim();
 }
 
 async function keys(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { user: { type: 'string' }, name: { type: 'string' }, key: { type: 'string' }, 'admin-url': { type: 'string' } },
-  });
-  const [sub, arg] = positionals;
-  if (sub !== 'create' && sub !== 'list' && sub !== 'delete') fail(USAGE);
-  const adminUrl = values['admin-url'] ?? process.env.SLUICE_ADMIN_URL;
-  const ops = adminUrl ? adminOps(adminUrl) : await redisOps();
+  const sub = args[0];
+  if (sub !== 'create' && sub !== 'list' && sub !== 'delete' && sub !== 'lookup') throw new UsageError(sub === undefined ? HELP.keys! : `unknown keys command "${sub}"\n\n${HELP.keys}`);
+  const usage = (msg: string): UsageError => new UsageError(`${msg}\n\n${helpFor(`keys ${sub}`)}`);
+  const keyOnCommandLine = sub === 'lookup' && args.some((a) => a === '--key' || a.startsWith('--key='));
+  if (keyOnCommandLine) throw usage('keys lookup reads the key from standard input, not from the command line (where ps would show it)');
+  const takes = sub === 'create' ? (['user', 'name', 'key'] as const) : sub === 'list' ? (['user'] as const) : ([] as const);
+  const { values, positionals } = options(args.slice(1), takes, `keys ${sub}`);
+  if ((sub === 'create' || sub === 'list') && !values.user) throw usage(`keys ${sub} needs --user <id>`);
+  if (sub === 'delete' && !positionals[0]) throw usage('keys delete needs a key id');
+  if (sub === 'lookup' && positionals.length > 0) throw usage('keys lookup reads the key from standard input, not from the command line (where ps would show it)');
+  const key = sub === 'lookup' ? await stdinText() : '';
+  if (sub === 'lookup' && key === '') throw usage('keys lookup read no key from standard input');
+  const ops = await client(values['admin-url']);
   try {
     if (sub === 'create') {
-      if (!values.user) fail('keys create needs --user <id>');
-      const body: Record<string, string> = { user: values.user };
+      const body: Record<string, string> = { user: values.user! };
       if (values.name) body.name = values.name;
       if (values.key) body.key = values.key;
-      const created = await ops.create(body);
-      process.stdout.write(JSON.stringify(created, null, 2) + '\n');
+      print(await ops.createKey(body));
       process.stderr.write('The key is shown only now; store it safely.\n');
     } else if (sub === 'list') {
-      if (!values.user) fail('keys list needs --user <id>');
-      process.stdout.write(JSON.stringify(await ops.list(values.user), null, 2) + '\n');
+      print(await ops.listKeys(values.user!));
     } else if (sub === 'delete') {
-      if (!arg) fail('keys delete needs a key id');
-      if (!(await ops.remove(arg))) fail(`no key with id ${arg}`, 1);
-      process.stdout.write(`deleted ${arg}\n`);
+      const id = positionals[0]!;
+      if (!(await ops.deleteKey(id))) throw new AdminCallError(`no key with id ${id}`);
+      process.stdout.write(`deleted ${id}\n`);
     } else {
-      fail(USAGE);
+      print(await ops.lookupKey(key));
     }
-  } catch (err) {
-    if (err instanceof AdminError) fail(err.message, 1);
-    throw err;
   } finally {
     await ops.close();
   }
 }
 
-function configCheck(file: string | undefined): void {
-  if (!file) fail('config check needs a file');
-  const env = { ...process.env, SLUICE_UPSTREAM_URL: process.env.SLUICE_UPSTREAM_URL || 'http://unused.invalid' };
-  const cfg = buildConfig(readConfigFile(file), env);
-  process.stdout.write(`${file}: valid\n${JSON.stringify(publicConfig(cfg), null, 2)}\n`);
+async function limits(args: string[]): Promise<void> {
+  const sub = args[0];
+  if (sub !== 'show' && sub !== 'reset') throw new UsageError(sub === undefined ? HELP.limits! : `unknown limits command "${sub}"\n\n${HELP.limits}`);
+  const { values, positionals } = options(args.slice(1), ['user', 'ip'], `limits ${sub}`);
+  if (positionals.length > 0 || (values.user === undefined) === (values.ip === undefined)) {
+    throw new UsageError(`limits ${sub} needs one of --user <id> or --ip <address>\n\n${HELP.limits}`);
+  }
+  const ops = await client(values['admin-url']);
+  try {
+    const reset = sub === 'reset';
+    print(values.user !== undefined ? await ops.userLimits(values.user, reset) : await ops.ipLimits(values.ip!, reset));
+  } finally {
+    await ops.close();
+  }
+}
+
+function configCheck(args: string[]): void {
+  if (args[0] !== 'check') throw new UsageError(args[0] === undefined ? HELP.config! : `unknown config command "${args[0]}"\n\n${HELP.config}`);
+  const file = args[1];
+  if (!file || args.length > 2) throw new UsageError(`config check needs one file\n\n${HELP.config}`);
+  const cfg = buildToolConfig(readConfigFile(file), process.env);
+  // Only the effective config on stdout, so that it can be saved as a file as it is.
+  process.stderr.write(`${file}: valid\n`);
+  if (!upstreamSet(cfg)) process.stderr.write('note: upstream.url is not set here (nor SLUICE_UPSTREAM_URL): sluice start needs it\n');
+  print(publicConfig(cfg));
+}
+
+/** The command and subcommand named before a `--help`/`-h`, as a HELP key. */
+function helpPath(argv: string[]): string {
+  const words = argv.slice(0, argv.findIndex((a) => a === '--help' || a === '-h')).filter((a) => !a.startsWith('-'));
+  for (let n = Math.min(2, words.length); n > 0; n--) {
+    const path = words.slice(0, n).join(' ');
+    if (path in HELP) return path;
+  }
+  return '';
 }
 
 async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;
-  try {
-    if (cmd === 'start') await import('./main.js');
-    else if (cmd === 'keys') await keys(rest);
-    else if (cmd === 'config' && rest[0] === 'check') configCheck(rest[1]);
-    else if (cmd === '--version' || cmd === '-v' || cmd === 'version') process.stdout.write(`${versionLine()}\n`);
-    else if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') process.stdout.write(USAGE);
-    else fail(`unknown command "${cmd}"\n\n${USAGE}`);
-  } catch (err) {
-    if (err instanceof ConfigError) fail(`configuration error: ${err.message}`, 78);
-    throw err;
+  if (cmd === '--version' || cmd === '-v' || cmd === 'version') {
+    process.stdout.write(`${versionLine()}\n`);
+    return;
   }
+  // `--help` anywhere asks for the usage of what it follows, and does nothing else.
+  if (argv.includes('--help') || argv.includes('-h') || cmd === 'help') {
+    process.stdout.write(cmd === 'help' ? HELP['']! : helpFor(helpPath(argv)));
+    return;
+  }
+  if (cmd === undefined) throw new UsageError(HELP['']!);
+  if (cmd === 'start') {
+    if (rest.length > 0) throw new UsageError(`start takes no arguments\n\n${HELP.start}`);
+    await import('./main.js');
+  } else if (cmd === 'keys') await keys(rest);
+  else if (cmd === 'limits') await limits(rest);
+  else if (cmd === 'config') configCheck(rest);
+  else throw new UsageError(`unknown command "${cmd}"\n\n${HELP['']}`);
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  // An unknown or malformed option is a usage error (exit 2), like a missing argument.
-  const usage = err instanceof Error && 'code' in err && typeof err.code === 'string' && err.code.startsWith('ERR_PARSE_ARGS_');
-  fail(err instanceof Error ? err.message : String(err), usage ? 2 : 1);
+  if (err instanceof UsageError) fail(err.message, 2);
+  if (err instanceof ConfigError) fail(`configuration error: ${err.message}`, 78);
+  if (err instanceof AdminError || err instanceof AdminCallError) fail(err.message, 1);
+  fail(err instanceof Error ? err.message : String(err), 1);
 });

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { boundLogged, createAccessLog, wantsAccessLine, type AccessRecord } from './log/access.js';
 import { REGISTRY_SOURCE, type Authenticator } from './auth/authenticator.js';
-import { presentedKeys } from './auth/credentials.js';
+import { headerReason, presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
 import type { BodyBudget, BodyLease } from './http/body-budget.js';
 import { declaredLength, dropRest, hasBody, readBody } from './http/body.js';
@@ -286,16 +286,21 @@ export function createGateway(d: GatewayDeps): Gateway {
     const auth = known ?? (await d.authenticator.authenticate(presented, addressBucket(t.ip, p.config.ipv6Prefix)));
     if (!auth.ok) {
       if (auth.reason === 'unavailable') {
+        t.reason = 'lookup_failed';
         log.warn({ reqId: t.id, err: String(auth.error) }, 'key store unreachable and the key was not seen recently: cannot judge it');
         return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': '1' } });
       }
       // A key the replica does not know, refused without a lookup (src/auth/lookup-guard.ts): the
       // client address spent its failures (401), or the replica is at its ceiling (503: the key
-      // may be a valid new one). The access line and a counter say which.
+      // may be a valid new one). A counter says which.
       const guarded = auth.reason === 'address_budget' || auth.reason === 'lookup_ceiling';
-      if (guarded) {
-        metrics.keyLookupsRefused.inc({ reason: auth.reason });
-        t.reason = auth.reason;
+      if (guarded) metrics.keyLookupsRefused.inc({ reason: auth.reason });
+      // Why, and whose key when a key source holds it, for the access line only: the client gets
+      // the contract's one 401 (src/auth/reasons.ts).
+      t.reason = auth.reason === 'no_key' || auth.reason === 'empty_key' ? headerReason(req.headers, route, req.rawHeaders, auth.reason) : auth.reason;
+      if ('keyId' in auth) {
+        t.keyId = auth.keyId;
+        t.user = auth.user;
       }
       // A key judged from memory: the answer leaves with the turn's other answers (src/http/turn-end.ts).
       if (known !== null || guarded) await atTurnEnd();

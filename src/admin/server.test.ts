@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../runtime/clock.js';
-import type { FreeTierLimiter } from '../limits/free-tier.js';
+import type { Policy } from '../limits/policy.js';
 import { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';
 import { KeyService } from './keys.js';
@@ -34,7 +34,8 @@ describe('admin failures', () => {
       log,
       adminToken: TOKEN,
       keys: new KeyService(new FailingStore(), systemClock),
-      freeTier: () => ({}) as FreeTierLimiter,
+      lookupKey: () => Promise.reject(new Error('not used')),
+      limits: () => ({}) as Policy,
       metrics: new Metrics({ processMetrics: false }),
       ready: () => Promise.resolve({ ready: true, checks: {} }),
       effectiveConfig: () => {

@@ -1,15 +1,18 @@
 /**
- * The admin listener (cluster-internal): health, readiness, keys and limit
- * state. JSON in and out; every /admin/* call needs the admin token.
+ * The admin listener (cluster-internal): health, readiness, keys, "whose key is this", limit
+ * state and resets. JSON in and out; every /admin/* call needs the admin token, and each one
+ * gets one log line naming its action and the token's fingerprint (never the token).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { bearerToken } from '../auth/credentials.js';
 import { userId } from './ids.js';
+import { lookupRequest, type KeyLookup } from './key-lookup.js';
 import type { KeyService } from './keys.js';
 import { AdminError, AdminErrors, StoreUnavailableError, type AdminErrorSpec } from '../answers/errors.js';
 import type { FreeTierLimiter } from '../limits/free-tier.js';
+import type { IpLimiter } from '../limits/ip.js';
 import type { Metrics } from '../metrics/index.js';
 
 export interface Readiness {
@@ -22,8 +25,10 @@ export interface AdminDeps {
   log: Logger;
   adminToken: string | null;
   keys: KeyService;
-  /** The current free-tier limiter (it changes on config reload). */
-  freeTier: () => FreeTierLimiter;
+  /** What the key sources say of a key, asked directly (src/admin/key-lookup.ts). */
+  lookupKey: (key: string) => Promise<KeyLookup>;
+  /** The current limiters (they change on config reload). */
+  limits: () => { freeTier: FreeTierLimiter; ipLimiter: IpLimiter };
   metrics: Metrics;
   /** Whether this replica should get traffic, with what each dependency says (shown in /readyz). */
   ready: () => Promise<Readiness>;
@@ -38,6 +43,20 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 
 function fail(res: ServerResponse, err: AdminErrorSpec | AdminError): void {
   json(res, err.status, { error: { code: err.code, message: err.message } });
+}
+
+/**
+ * The first 8 hex digits of the admin token's SHA-256: which token made a call (one that was
+ * rotated shows a new one), told without the token. `printf %s "$SLUICE_ADMIN_TOKEN" | sha256sum | cut -c1-8`.
+ */
+export function tokenFingerprint(token: string): string {
+  return createHash('sha256').update(token).digest('hex').slice(0, 8);
+}
+
+/** An address as a path segment names it: percent-decoded, in brackets or not (`[2001:db8::5]`). */
+function pathAddress(raw: string): string {
+  const text = pathSegment(raw);
+  return text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
 }
 
 const MAX_ADMIN_BODY = 64 * 1024;
@@ -110,6 +129,7 @@ function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
 
 export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: ServerResponse) => void {
   const tokenDigest = d.adminToken ? createHash('sha256').update(d.adminToken).digest() : null;
+  const fingerprint = d.adminToken ? tokenFingerprint(d.adminToken) : null;
 
   function authorized(req: IncomingMessage): boolean {
     if (!tokenDigest || req.headers.authorization === undefined) return false;
@@ -117,7 +137,118 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
     return timingSafeEqual(given, tokenDigest);
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** What one admin call did, for its log line: the action, and what it acted on (ids, never keys). */
+  interface Call {
+    req: IncomingMessage;
+    res: ServerResponse;
+    url: URL;
+    match: RegExpExecArray;
+    /** Adds fields to the call's log line. */
+    note: (fields: Record<string, unknown>) => void;
+  }
+
+  /** The admin API: method, path, the action its log line names, and what it does. */
+  const ROUTES: ReadonlyArray<{ method: string; path: RegExp; action: string; run: (c: Call) => Promise<void> }> = [
+    {
+      method: 'POST',
+      path: /^\/admin\/keys\/lookup$/,
+      action: 'keys.lookup',
+      async run({ req, res, note }) {
+        const key = lookupRequest(await readJson(req, res));
+        const found = await d.lookupKey(key);
+        note({ keyId: found.id ?? undefined, user: found.user ?? undefined, source: found.source, valid: found.valid, reason: found.reason ?? undefined });
+        json(res, 200, found);
+      },
+    },
+    {
+      method: 'POST',
+      path: /^\/admin\/keys$/,
+      action: 'keys.create',
+      async run({ req, res, note }) {
+        const created = await d.keys.create(await readJson(req, res));
+        note({ keyId: created.id, user: created.user });
+        json(res, 201, created);
+      },
+    },
+    {
+      method: 'GET',
+      path: /^\/admin\/keys$/,
+      action: 'keys.list',
+      async run({ res, url, note }) {
+        const user = url.searchParams.get('user');
+        if (!user) return fail(res, AdminErrors.MISSING_USER);
+        const keys = await d.keys.list(user);
+        note({ user, keys: keys.length });
+        json(res, 200, { keys });
+      },
+    },
+    {
+      method: 'DELETE',
+      path: /^\/admin\/keys\/([^/]+)$/,
+      action: 'keys.delete',
+      async run({ res, match, note }) {
+        const removed = await d.keys.remove(pathSegment(match[1]!));
+        if (!removed) return fail(res, AdminErrors.KEY_NOT_FOUND);
+        note({ keyId: removed.id, user: removed.user });
+        res.writeHead(204);
+        res.end();
+      },
+    },
+    {
+      method: 'GET',
+      path: /^\/admin\/users\/([^/]+)\/limits$/,
+      action: 'limits.show',
+      async run({ res, match, note }) {
+        const user = userId(pathSegment(match[1]!));
+        note({ user });
+        json(res, 200, { freeTier: await d.limits().freeTier.state(user) });
+      },
+    },
+    {
+      method: 'DELETE',
+      path: /^\/admin\/users\/([^/]+)\/limits$/,
+      action: 'limits.reset',
+      async run({ res, match, note }) {
+        const user = userId(pathSegment(match[1]!));
+        note({ user });
+        json(res, 200, { freeTier: await d.limits().freeTier.reset(user) });
+      },
+    },
+    {
+      method: 'GET',
+      path: /^\/admin\/ips\/([^/]+)\/limits$/,
+      action: 'limits.show',
+      async run({ res, match, note }) {
+        const ip = d.limits().ipLimiter;
+        const at = ip.bucketOf(pathAddress(match[1]!));
+        if (at === null) throw new AdminError(AdminErrors.INVALID_ADDRESS);
+        note({ ip: at.address, bucket: at.bucket });
+        json(res, 200, { ipLimits: await ip.state(at.address) });
+      },
+    },
+    {
+      method: 'DELETE',
+      path: /^\/admin\/ips\/([^/]+)\/limits$/,
+      action: 'limits.reset',
+      async run({ res, match, note }) {
+        const ip = d.limits().ipLimiter;
+        const at = ip.bucketOf(pathAddress(match[1]!));
+        if (at === null) throw new AdminError(AdminErrors.INVALID_ADDRESS);
+        note({ ip: at.address, bucket: at.bucket });
+        json(res, 200, { ipLimits: await ip.reset(at.address) });
+      },
+    },
+    {
+      method: 'GET',
+      path: /^\/admin\/config$/,
+      action: 'config.show',
+      async run({ res }) {
+        json(res, 200, d.effectiveConfig());
+      },
+    },
+  ];
+
+  async function handle(req: IncomingMessage, res: ServerResponse, line: Record<string, unknown>): Promise<void> {
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'http://admin');
@@ -138,46 +269,51 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
       return json(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks });
     }
     if (!path.startsWith('/admin/')) return fail(res, AdminErrors.NOT_FOUND);
+    let route: (typeof ROUTES)[number] | undefined;
+    let match: RegExpExecArray | null = null;
+    for (const r of ROUTES) {
+      if (r.method !== method) continue;
+      match = r.path.exec(path);
+      if (match) {
+        route = r;
+        break;
+      }
+    }
+    line.action = route?.action ?? 'unknown';
     if (!authorized(req)) return fail(res, d.adminToken ? AdminErrors.UNAUTHORIZED : AdminErrors.DISABLED);
+    line.admin = fingerprint;
+    if (!route || !match) return fail(res, AdminErrors.NOT_FOUND);
+    await route.run({ req, res, url, match, note: (fields) => Object.assign(line, fields) });
+  }
 
-    if (path === '/admin/keys' && method === 'POST') {
-      const body = await readJson(req, res);
-      const created = await d.keys.create(body);
-      d.log.info({ keyId: created.id, user: created.user }, 'key created');
-      return json(res, 201, created);
-    }
-    if (path === '/admin/keys' && method === 'GET') {
-      const user = url.searchParams.get('user');
-      if (!user) return fail(res, AdminErrors.MISSING_USER);
-      return json(res, 200, { keys: await d.keys.list(user) });
-    }
-    const keyMatch = /^\/admin\/keys\/([^/]+)$/.exec(path);
-    if (keyMatch && method === 'DELETE') {
-      const removed = await d.keys.remove(pathSegment(keyMatch[1]!));
-      if (!removed) return fail(res, AdminErrors.KEY_NOT_FOUND);
-      d.log.info({ keyId: removed.id, user: removed.user }, 'key deleted');
-      res.writeHead(204);
-      return void res.end();
-    }
-    const limitMatch = /^\/admin\/users\/([^/]+)\/limits$/.exec(path);
-    if (limitMatch && method === 'GET') {
-      return json(res, 200, { freeTier: await d.freeTier().state(userId(pathSegment(limitMatch[1]!))) });
-    }
-    if (path === '/admin/config' && method === 'GET') return json(res, 200, d.effectiveConfig());
-    return fail(res, AdminErrors.NOT_FOUND);
+  /**
+   * One line per /admin/* call once answered: info for a call the token allowed (whatever its
+   * answer), warn for one refused for its token (an unknown action is named `unknown`).
+   */
+  function logCall(res: ServerResponse, line: Record<string, unknown>): void {
+    if (line.action === undefined) return;
+    line.status = res.statusCode;
+    if (line.admin === undefined) d.log.warn(line, 'admin call refused: missing or wrong admin token');
+    else d.log.info(line, 'admin action');
   }
 
   return (req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      if (res.headersSent) return void res.destroy();
-      if (err instanceof AdminError) return fail(res, err);
-      if (err instanceof StoreUnavailableError) {
-        d.log.error({ err: err.message }, 'admin request failed: the store could not be reached');
-        return fail(res, AdminErrors.STORE_UNAVAILABLE);
-      }
-      // Neither a refusal nor the store: sluice's own fault, answered as such.
-      d.log.error({ err: err instanceof Error ? err.stack : String(err) }, 'admin request failed');
-      fail(res, AdminErrors.INTERNAL);
-    });
+    const line: Record<string, unknown> = {};
+    handle(req, res, line)
+      .catch((err: unknown) => {
+        if (res.headersSent) return void res.destroy();
+        if (err instanceof AdminError) {
+          line.code = err.code;
+          return fail(res, err);
+        }
+        if (err instanceof StoreUnavailableError) {
+          d.log.error({ action: line.action, err: err.message }, 'admin request failed: the store could not be reached');
+          return fail(res, AdminErrors.STORE_UNAVAILABLE);
+        }
+        // Neither a refusal nor the store: sluice's own fault, answered as such.
+        d.log.error({ action: line.action, err: err instanceof Error ? err.stack : String(err) }, 'admin request failed');
+        fail(res, AdminErrors.INTERNAL);
+      })
+      .finally(() => logCall(res, line));
   };
 }

@@ -92,6 +92,8 @@ export const AdminErrors = Object.freeze({
   KEY_EXISTS: adminSpec(409, 'key_exists', 'that key is already registered'),
   MISSING_USER: adminSpec(400, 'missing_user', 'query parameter "user" is required'),
   KEY_NOT_FOUND: adminSpec(404, 'key_not_found', 'no key with that id'),
+  INVALID_LOOKUP: adminSpec(400, 'invalid_body', 'body must be a JSON object {"key": "<the key>"}: the key as a string of at most 1024 characters'),
+  INVALID_ADDRESS: adminSpec(400, 'invalid_address', 'the path must name an IPv4 or IPv6 address (percent-encoded if need be, e.g. /admin/ips/2001:db8::5/limits)'),
   /** The store failed to answer (a StoreUnavailableError): the caller may retry. */
   STORE_UNAVAILABLE: adminSpec(503, 'store_unavailable', 'the store could not be reached'),
   /** Anything else: sluice's own fault, logged; retrying will not help. */

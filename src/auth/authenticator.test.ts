@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../runtime/clock.js';
 import type { KeyChange } from '../store/types.js';
-import { Authenticator, type AuthenticatorOptions, type KeyIdentity, type KeySource } from './authenticator.js';
+import { Authenticator, type AuthenticatorOptions, type KeyIdentity, type KeySource, type SourceRefusal } from './authenticator.js';
 import { hashKey, lookupKey } from './keys.js';
 import { LookupGuard } from './lookup-guard.js';
 import { DEFAULTS, type AuthConfig } from '../config/index.js';
@@ -82,10 +82,10 @@ describe('Authenticator', () => {
       }
       return p;
     };
-    expect(await ask([])).toEqual({ ok: false, reason: 'missing' });
-    expect(await ask([KEY, 'sk-nope-0000000000000000'])).toEqual({ ok: false, reason: 'invalid' });
-    expect(await ask([KEY, ''])).toEqual({ ok: false, reason: 'invalid' });
-    expect(await ask([KEY, OTHER])).toEqual({ ok: false, reason: 'conflict' });
+    expect(await ask([])).toEqual({ ok: false, reason: 'no_key' });
+    expect(await ask([KEY, 'sk-nope-0000000000000000'])).toEqual({ ok: false, reason: 'unknown_key' });
+    expect(await ask([KEY, ''])).toEqual({ ok: false, reason: 'empty_key' });
+    expect(await ask([KEY, OTHER])).toEqual({ ok: false, reason: 'two_users', keyId: `id-${KEY}`, user: 'alice' });
     expect(await ask([KEY, KEY.slice(3)])).toMatchObject({ ok: true, key: KEY });
   });
 
@@ -161,7 +161,7 @@ describe('Authenticator', () => {
       expect(a.cached([KEY])).toMatchObject({ ok: true }); // the renewal's answer is not in yet
       m.release();
       await settle();
-      expect(a.cached([KEY])).toMatchObject({ ok: false, reason: 'invalid' });
+      expect(a.cached([KEY])).toMatchObject({ ok: false, reason: 'unknown_key' });
     });
 
     it('a deletion announced during the renewal is not undone by its answer', async () => {
@@ -235,7 +235,7 @@ describe('Authenticator', () => {
       const after = a.authenticate([KEY]);
       await settle();
       m.release();
-      expect(await after).toMatchObject({ ok: false, reason: 'invalid' });
+      expect(await after).toMatchObject({ ok: false, reason: 'unknown_key' });
     });
 
     it('after a flush, a request does not share a lookup started before it', async () => {
@@ -253,7 +253,7 @@ describe('Authenticator', () => {
 
   describe('several sources', () => {
     /** A source answering at once from a table; records what it was asked. */
-    const table = (name: string, answers: Record<string, 'unknown' | 'refused' | KeyIdentity>, maxAgeMs?: number) => {
+    const table = (name: string, answers: Record<string, 'unknown' | SourceRefusal | KeyIdentity>, maxAgeMs?: number) => {
       const asked: Array<{ key: string; background: boolean }> = [];
       const source: KeySource = {
         name,
@@ -278,11 +278,53 @@ describe('Authenticator', () => {
     });
 
     it('takes a refusal from the first source as the verdict, whatever a later source knows', async () => {
-      const relay = table('relay', { [KEY]: 'refused' });
+      const relay = table('relay', { [KEY]: { reason: 'key_disabled', id: '7', user: '42' } });
       const registry = table('registry', { [KEY]: alice(KEY, 'bob') });
       const a = new Authenticator([relay.source, registry.source], new ManualClock());
-      expect(await a.authenticate([KEY])).toMatchObject({ ok: false, reason: 'invalid' });
+      expect(await a.authenticate([KEY])).toEqual({ ok: false, reason: 'key_disabled', keyId: '7', user: '42' });
       expect(registry.asked).toEqual([]);
+    });
+
+    it('says why a key is refused from the cache too, with the key id and user, and asks no source again', async () => {
+      const relay = table('relay', { [KEY]: { reason: 'key_expired', id: '7', user: '42' } });
+      const a = new Authenticator([relay.source], new ManualClock());
+      expect(await a.authenticate([KEY])).toEqual({ ok: false, reason: 'key_expired', keyId: '7', user: '42' });
+      // A suffix variant is the same key: the same cached refusal.
+      expect(a.cached([`${KEY}-3`])).toEqual({ ok: false, reason: 'key_expired', keyId: '7', user: '42' });
+      expect(a.cached([OTHER, KEY].slice(1))).toEqual({ ok: false, reason: 'key_expired', keyId: '7', user: '42' });
+      expect(relay.asked).toHaveLength(1);
+      // An unknown key's refusal is cached as such.
+      expect(await a.authenticate([OTHER])).toEqual({ ok: false, reason: 'unknown_key' });
+      expect(a.cached([OTHER])).toEqual({ ok: false, reason: 'unknown_key' });
+    });
+
+    it('asks the next source for a key the first holds only as deleted, and says it was deleted, and whose, when none knows it', async () => {
+      const deleted = { reason: 'key_deleted', id: '9', user: '42' } as const;
+      const relay = table('relay', { [KEY]: deleted, [OTHER]: deleted });
+      const registry = table('registry', { [OTHER]: alice(OTHER, 'bob') });
+      const a = new Authenticator([relay.source, registry.source], new ManualClock());
+      expect(await a.authenticate([KEY])).toEqual({ ok: false, reason: 'key_deleted', keyId: '9', user: '42' });
+      expect(a.cached([KEY])).toEqual({ ok: false, reason: 'key_deleted', keyId: '9', user: '42' });
+      expect(await a.authenticate([OTHER])).toMatchObject({ ok: true, identity: { user: 'bob' } });
+    });
+
+    it('inspects a key in every source without the cache, and leaves the cache as it was', async () => {
+      const relay = table('relay', { [KEY]: alice(KEY, '42'), [OTHER]: { reason: 'user_disabled', id: '8', user: '43' } });
+      const registry = table('registry', {});
+      const a = new Authenticator([relay.source, registry.source], new ManualClock());
+      expect(await a.inspect(`${KEY}-7`)).toEqual({ answer: alice(KEY, '42'), source: 'relay' });
+      expect(await a.inspect(OTHER)).toEqual({ answer: { reason: 'user_disabled', id: '8', user: '43' }, source: 'relay' });
+      expect(await a.inspect('sk-nowhere0123456789')).toEqual({ answer: { reason: 'unknown_key' }, source: null });
+      expect(await a.inspect('sk-')).toEqual({ answer: { reason: 'empty_key' }, source: null });
+      // Nothing was kept: the requests' path still has to ask.
+      expect(a.cached([KEY])).toBeNull();
+      expect(a.cached(['sk-nowhere0123456789'])).toBeNull();
+      // And a cached answer is not replaced by an inspection.
+      await a.authenticate([KEY]);
+      relay.asked.length = 0;
+      expect(await a.inspect(KEY)).toMatchObject({ source: 'relay' });
+      expect(relay.asked).toEqual([{ key: lookupKey(KEY), background: false }]);
+      expect(a.cached([KEY])).toMatchObject({ ok: true });
     });
 
     it("trusts a source's answer no longer than the source allows, renewing it in the background while in use", async () => {
@@ -400,8 +442,8 @@ describe('Authenticator', () => {
     it('refuses a key with nothing before its "-" without asking', async () => {
       const m = manualSource(new Map());
       const a = new Authenticator([{ ...m.source, find: () => Promise.reject(new Error('asked')) }], new ManualClock());
-      expect(await a.authenticate(['sk--abc'])).toEqual({ ok: false, reason: 'invalid' });
-      expect(a.cached(['-abc'])).toEqual({ ok: false, reason: 'invalid' });
+      expect(await a.authenticate(['sk--abc'])).toEqual({ ok: false, reason: 'empty_key' });
+      expect(a.cached(['-abc'])).toEqual({ ok: false, reason: 'empty_key' });
     });
   });
 
@@ -425,8 +467,8 @@ describe('Authenticator', () => {
     it("refuses an address's unknown keys without a lookup once its failures are spent, but still looks up a key seen valid", async () => {
       const { clock, ask, asked } = guarded({ failuresPerAddress: 2, unknownKeyLookupsPerSecond: 0 });
       expect(await ask([KEY], '10.0.0.1')).toMatchObject({ ok: true });
-      expect(await ask([OTHER], '10.0.0.1')).toEqual({ ok: false, reason: 'invalid' });
-      expect(await ask(['sk-nope'], '10.0.0.1')).toEqual({ ok: false, reason: 'invalid' });
+      expect(await ask([OTHER], '10.0.0.1')).toEqual({ ok: false, reason: 'unknown_key' });
+      expect(await ask(['sk-nope'], '10.0.0.1')).toEqual({ ok: false, reason: 'unknown_key' });
       expect(asked()).toBe(3);
       expect(await ask(['sk-nope2'], '10.0.0.1')).toEqual({ ok: false, reason: 'address_budget' });
       expect(await ask([KEY, 'sk-nope3'], '10.0.0.1')).toEqual({ ok: false, reason: 'address_budget' });
@@ -434,13 +476,13 @@ describe('Authenticator', () => {
       clock.advance(5000); // KEY's answer is too old to trust: it is asked again, guard or not
       expect(await ask([KEY], '10.0.0.1')).toMatchObject({ ok: true });
       expect(asked()).toBe(4);
-      expect(await ask(['sk-nope4'], '10.0.0.2')).toEqual({ ok: false, reason: 'invalid' });
+      expect(await ask(['sk-nope4'], '10.0.0.2')).toEqual({ ok: false, reason: 'unknown_key' });
     });
 
     it('answers past the ceiling with its Retry-After, and a key seen valid before a flush is still not an unknown one', async () => {
       const { m, a, ask, asked } = guarded({ failuresPerAddress: 0, unknownKeyLookupsPerSecond: 1, unknownKeyLookupBurst: 1 });
       expect(await ask([KEY], 'a')).toMatchObject({ ok: true }); // a valid key gives its place back
-      expect(await ask([OTHER], 'b')).toEqual({ ok: false, reason: 'invalid' });
+      expect(await ask([OTHER], 'b')).toEqual({ ok: false, reason: 'unknown_key' });
       expect(await ask(['sk-nope'], 'c')).toEqual({ ok: false, reason: 'lookup_ceiling', retryAfterSeconds: 1 });
       m.change({ type: 'flush' });
       expect(a.cached([KEY])).toBeNull(); // not trusted any more...

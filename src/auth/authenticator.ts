@@ -15,6 +15,7 @@ import type { Clock } from '../runtime/clock.js';
 import type { KeyChange, KeyRecord } from '../store/types.js';
 import { hashKey, lookupKey, sameHash } from './keys.js';
 import type { LookupGuard } from './lookup-guard.js';
+import { UNKNOWN_KEY, type KeyRefusal, type KeyStateReason, type UnauthorizedReason } from './reasons.js';
 
 export interface KeyIdentity {
   id: string;
@@ -29,10 +30,25 @@ export const REGISTRY_SOURCE = 'sluice';
 
 /**
  * A source's answer: the key's identity; `unknown` (not a key of this source: ask the next one);
- * or `refused` (this source knows the key and it is not valid now: the verdict, whatever later
- * sources would say).
+ * or a refusal (this source holds the key and it is not valid now: the verdict, whatever later
+ * sources would say), with why and whose. A key the source holds only as deleted (`key_deleted`)
+ * is as good as unknown to it: later sources are asked, and the refusal is the answer only if none
+ * knows the key.
  */
-export type SourceAnswer = KeyIdentity | 'unknown' | 'refused';
+export type SourceAnswer = KeyIdentity | 'unknown' | SourceRefusal;
+
+export interface SourceRefusal {
+  reason: KeyStateReason;
+  id: string;
+  user: string;
+}
+
+/** What the sources say of a key: who it is, or why it is not valid. */
+type Answer = KeyIdentity | KeyRefusal;
+
+function refused(a: Answer | SourceAnswer): a is KeyRefusal {
+  return typeof a === 'object' && 'reason' in a;
+}
 
 /** A place keys can be looked up in. */
 export interface KeySource {
@@ -55,9 +71,12 @@ export interface KeySource {
 
 export type AuthResult =
   | { ok: true; identity: KeyIdentity; key: string }
-  | { ok: false; reason: 'missing' | 'invalid' | 'conflict' }
-  /** The client address spent its budget of failed lookups: an unknown key is refused without one. */
-  | { ok: false; reason: 'address_budget' }
+  /**
+   * 401, and why (src/auth/reasons.ts); `keyId` and `user` when the refused key is held by a
+   * source (disabled, expired, ...), or, for keys of two users, the first key's. `address_budget`:
+   * the client address spent its budget of failed lookups, so an unknown key is refused without one.
+   */
+  | { ok: false; reason: UnauthorizedReason; keyId?: string; user?: string }
   /** The replica's ceiling on lookups of unknown keys is reached: the key's validity is unknown. */
   | { ok: false; reason: 'lookup_ceiling'; retryAfterSeconds: number }
   /** No source could answer: the key's validity is unknown. */
@@ -83,7 +102,7 @@ export interface AuthenticatorOptions {
 }
 
 interface Lookup {
-  answer: Promise<KeyIdentity | null>;
+  answer: Promise<Answer>;
   /** Asked as a background renewal (its source may be gathering company for it). */
   background: boolean;
   /**
@@ -102,6 +121,8 @@ const RENEW_RETRY_MS = 5_000;
 
 interface Entry {
   identity: KeyIdentity | null;
+  /** Why a key is not valid (identity null): kept with the answer, so a refusal from the cache still says why. */
+  refusal?: KeyRefusal;
   at: number;
   /** Trusted until `at + ttl`; renewed in the background from `at + renewFrom`. */
   ttl: number;
@@ -186,11 +207,12 @@ export class Authenticator {
     const identities: KeyIdentity[] = [];
     for (const presentedKey of presented) {
       const key = lookupKey(presentedKey);
-      if (!plausible(key)) break;
+      if (!plausible(key)) return judge(presented, identities, EMPTY_KEY);
       const hash = hashKey(key);
       const hit = this.fresh(hash, now);
       if (!hit) return null;
-      if (!hit.identity) break; // known unknown: 401 whatever the other keys are
+      // Known not valid: 401 whatever the other keys are.
+      if (!hit.identity) return judge(presented, identities, hit.refusal ?? UNKNOWN_KEY);
       // A key in steady use is renewed before it expires, so its requests do not wait for the store.
       if (now - hit.at >= hit.renewFrom && !(now < (hit.renewAfter ?? 0))) this.renew(hash, key, hit, now);
       identities.push(hit.identity);
@@ -206,23 +228,48 @@ export class Authenticator {
     const identities: KeyIdentity[] = [];
     for (const presentedKey of presented) {
       const key = lookupKey(presentedKey);
-      if (!plausible(key)) break;
-      let identity: KeyIdentity | null | Refused;
+      if (!plausible(key)) return judge(presented, identities, EMPTY_KEY);
+      let answer: Answer | Refused;
       try {
-        identity = await this.lookup(hashKey(key), key, address);
+        answer = await this.lookup(hashKey(key), key, address);
       } catch (error) {
         return { ok: false, reason: 'unavailable', error };
       }
-      if (identity === null) break;
-      if ('reason' in identity) return identity;
-      identities.push(identity);
+      if ('ok' in answer) return answer;
+      if (refused(answer)) return judge(presented, identities, answer);
+      identities.push(answer);
     }
     return judge(presented, identities);
   }
 
-  private async lookup(hash: string, key: string, address: string | undefined): Promise<KeyIdentity | null | Refused> {
+  /**
+   * What the sources say of one key now, for an operator (`POST /admin/keys/lookup`): asked
+   * directly, in order, without the cache, the lookup guard or the lookups under way, and nothing
+   * kept, so the answer is today's and the requests' cache is neither filled nor emptied by it.
+   * `source` is the name of the source that holds the key (null: none does). Throws when a source
+   * that had to be asked could not answer.
+   */
+  async inspect(presented: string): Promise<{ answer: Answer | typeof EMPTY_KEY; source: string | null }> {
+    const key = lookupKey(presented);
+    if (!plausible(key)) return { answer: EMPTY_KEY, source: null };
+    const hash = hashKey(key);
+    let deleted: { answer: KeyRefusal; source: string } | null = null;
+    for (const source of this.sources) {
+      const found = await source.find(key, hash, false);
+      if (found === 'unknown') continue;
+      if (refused(found)) {
+        if (found.reason !== 'key_deleted') return { answer: found, source: source.name };
+        deleted ??= { answer: found, source: source.name };
+      } else if (sameHash(found.hash, hash)) {
+        return { answer: found, source: source.name };
+      }
+    }
+    return deleted ?? { answer: UNKNOWN_KEY, source: null };
+  }
+
+  private async lookup(hash: string, key: string, address: string | undefined): Promise<Answer | Refused> {
     const hit = this.fresh(hash, this.clock.now());
-    if (hit) return hit.identity;
+    if (hit) return hit.identity ?? hit.refusal ?? UNKNOWN_KEY;
     // A key seen valid (its answer aged, or was flushed) and a lookup already under way cost no
     // new unknown lookup; anything else asks the guard first.
     const known = this.pending.has(hash) || this.cache.get(hash)?.identity;
@@ -235,7 +282,7 @@ export class Authenticator {
     }
     const answer = this.ask(hash, key, false);
     answer.then(
-      (identity) => admission.settle(identity ? 'valid' : 'invalid'),
+      (a) => admission.settle(refused(a) ? 'invalid' : 'valid'),
       () => admission.settle('failed'),
     );
     return answer;
@@ -251,7 +298,7 @@ export class Authenticator {
   }
 
   /** The one lookup under way for this hash, started if there is none. */
-  private ask(hash: string, key: string, background: boolean): Promise<KeyIdentity | null> {
+  private ask(hash: string, key: string, background: boolean): Promise<Answer> {
     let lookup = this.pending.get(hash);
     if (lookup && lookup.background && !background) {
       // A request joins a renewal that may be waiting for company: it goes now.
@@ -259,7 +306,7 @@ export class Authenticator {
       for (const s of this.sources) s.hurry?.();
     }
     if (!lookup) {
-      const started: Lookup = { raced: null, background, answer: null as unknown as Promise<KeyIdentity | null> };
+      const started: Lookup = { raced: null, background, answer: null as unknown as Promise<Answer> };
       this.pending.set(hash, started);
       started.answer = this.askSources(hash, key, background, this.cache.get(hash), started).finally(() => {
         // A flush may have dropped this lookup and a newer one taken its place.
@@ -270,11 +317,13 @@ export class Authenticator {
     return lookup.answer;
   }
 
-  private async askSources(hash: string, key: string, background: boolean, previous: Entry | undefined, lookup: Lookup): Promise<KeyIdentity | null> {
+  private async askSources(hash: string, key: string, background: boolean, previous: Entry | undefined, lookup: Lookup): Promise<Answer> {
     // An answer describes the source as it was when asked: its age counts from then, so nothing
     // is trusted longer than its source allows, however long the asking took.
     const askedAt = this.clock.now();
     let lastError: unknown = null;
+    /** A source holds the key as deleted: the answer if no later source knows it. */
+    let deleted: KeyRefusal | null = null;
     for (const source of this.sources) {
       let found: SourceAnswer;
       try {
@@ -283,9 +332,13 @@ export class Authenticator {
         lastError = err;
         continue;
       }
-      if (found === 'refused') {
-        this.remember(hash, null, lookup.raced, askedAt);
-        return null;
+      if (refused(found)) {
+        if (found.reason === 'key_deleted') {
+          deleted ??= found;
+          continue;
+        }
+        this.remember(hash, found, lookup.raced, askedAt);
+        return found;
       }
       if (found !== 'unknown' && sameHash(found.hash, hash)) {
         const identity = { ...found, source: source.name };
@@ -307,11 +360,14 @@ export class Authenticator {
       }
       throw lastError;
     }
-    this.remember(hash, null, lookup.raced, askedAt);
-    return null;
+    const refusal = deleted ?? UNKNOWN_KEY;
+    this.remember(hash, refusal, lookup.raced, askedAt);
+    return refusal;
   }
 
-  private remember(hash: string, identity: KeyIdentity | null, raced: Lookup['raced'], at: number, source?: KeySource): void {
+  /** Caches a source's answer: its identity, or (hashes and ids only) why it is not valid. */
+  private remember(hash: string, answer: Answer, raced: Lookup['raced'], at: number, source?: KeySource): void {
+    const identity = refused(answer) ? null : answer;
     // A change arrived while we were asking and our answer may predate it: use it once, keep nothing.
     // Only a change that may contradict the answer counts (a creation cannot make a found key wrong).
     if (raced === 'flush' || (raced === 'deleted' && identity) || (raced === 'created' && !identity)) return;
@@ -324,7 +380,10 @@ export class Authenticator {
       }
     }
     this.cache.delete(hash);
-    this.cache.set(hash, { identity, at, stale: source?.staleMs ?? this.staleTtl, ...this.lifetime(identity, source?.maxAgeMs) });
+    const entry: Entry = { identity, at, stale: source?.staleMs ?? this.staleTtl, ...this.lifetime(identity, source?.maxAgeMs) };
+    // An unknown key (the common refusal) shares one frozen refusal: nothing more to keep.
+    if (identity === null) entry.refusal = answer as KeyRefusal;
+    this.cache.set(hash, entry);
   }
 
   /** How long an answer is trusted, and from when it is renewed while in use. */
@@ -336,7 +395,10 @@ export class Authenticator {
 }
 
 /** A refusal without a lookup (the lookup guard's). */
-type Refused = Extract<AuthResult, { reason: 'address_budget' | 'lookup_ceiling' }>;
+type Refused = { ok: false; reason: 'address_budget' } | Extract<AuthResult, { reason: 'lookup_ceiling' }>;
+
+/** A key header that holds no key; credentials.ts tells which way it holds none. */
+const EMPTY_KEY = Object.freeze({ reason: 'empty_key' as const });
 
 /** An empty key as looked up (an empty header value, a bare `sk-`, `sk--3`) can never be a key: no lookup for it. */
 function plausible(key: string): boolean {
@@ -344,14 +406,16 @@ function plausible(key: string): boolean {
 }
 
 /**
- * The verdict over every presented key, given the identities found so far in
- * order; fewer than presented means a key was implausible or unknown.
+ * The verdict over every presented key, given the identities found so far in order and, when a
+ * key was not valid, why (`stop`: the first key that failed, in the order keys are presented).
  */
-function judge(presented: readonly string[], identities: readonly KeyIdentity[]): AuthResult {
-  if (presented.length === 0) return { ok: false, reason: 'missing' };
-  if (identities.length < presented.length) return { ok: false, reason: 'invalid' };
+function judge(presented: readonly string[], identities: readonly KeyIdentity[], stop?: KeyRefusal | typeof EMPTY_KEY): AuthResult {
+  if (presented.length === 0) return { ok: false, reason: 'no_key' };
+  if (stop !== undefined) {
+    return 'id' in stop && stop.id !== undefined ? { ok: false, reason: stop.reason, keyId: stop.id, user: stop.user } : { ok: false, reason: stop.reason };
+  }
   const first = identities[0]!;
-  for (const id of identities) if (id.user !== first.user) return { ok: false, reason: 'conflict' };
+  for (const id of identities) if (id.user !== first.user) return { ok: false, reason: 'two_users', keyId: first.id, user: first.user };
   return { ok: true, identity: first, key: presented[0]! };
 }
 

@@ -4,6 +4,8 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { routeOf } from '../routing/routes.js';
+import { lookupKey } from './keys.js';
+import type { HeaderReason } from './reasons.js';
 
 export interface CredentialRules {
   /** `x-api-key` counts (the messages protocol): `/v1/messages` and `/v1/models` and below. */
@@ -31,13 +33,37 @@ export function presentedKeys(headers: IncomingHttpHeaders, rules: CredentialRul
   if (auth !== undefined) out.push(occurrences(rawHeaders, 'authorization') > 1 ? '' : bearerToken(auth));
   if (rules.xApiKey) {
     const v = headers['x-api-key'];
-    if (v !== undefined) out.push(single(v).trim());
+    if (v !== undefined) out.push(single(v, rawHeaders, 'x-api-key'));
   }
   if (rules.xGoogApiKey) {
     const v = headers['x-goog-api-key'];
-    if (v !== undefined) out.push(single(v).trim());
+    if (v !== undefined) out.push(single(v, rawHeaders, 'x-goog-api-key'));
   }
   return out;
+}
+
+/** The key headers there are; `authorization` counts everywhere. */
+const KEY_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key'] as const;
+
+/**
+ * Why the request's key headers hold no key to look up, for its access line, once the
+ * authenticator found none (`no_key`: no header that counts on the path) or an empty one
+ * (`empty_key`: the first counting header, in the order presentedKeys reads them, that holds no
+ * key). Called on refusals only: the request path never pays for it.
+ */
+export function headerReason(headers: IncomingHttpHeaders, rules: CredentialRules, rawHeaders: readonly string[], found: 'no_key' | 'empty_key'): HeaderReason {
+  const counts = (name: (typeof KEY_HEADERS)[number]): boolean => name === 'authorization' || (name === 'x-api-key' ? rules.xApiKey : rules.xGoogApiKey);
+  if (found === 'no_key') return KEY_HEADERS.some((name) => headers[name] !== undefined) ? 'wrong_header' : 'no_key';
+  for (const name of KEY_HEADERS) {
+    const v = headers[name];
+    if (v === undefined || !counts(name)) continue;
+    if (occurrences(rawHeaders, name) > 1) return 'repeated_header';
+    const text = (Array.isArray(v) ? v.join(', ') : v).trim();
+    const key = name === 'authorization' ? bearerToken(text) : text;
+    if (name === 'authorization' && key === '' && !/^bearer([ \t]|$)/i.test(text)) return 'not_bearer';
+    if (lookupKey(key) === '') return 'empty_key';
+  }
+  return 'empty_key';
 }
 
 /** How many times a field appears in a raw header list (name, value, name, value, ...), in any case. */
@@ -50,9 +76,14 @@ function occurrences(raw: readonly string[], name: string): number {
   return n;
 }
 
-function single(v: string | string[]): string {
-  // Node joins repeated custom headers with ", "; a repeated key header is ambiguous, so it cannot match a key.
-  return Array.isArray(v) ? v.join(', ') : v;
+/**
+ * A custom key header's value; "" (no key) when the header came more than once. Node joins
+ * repeated custom headers with ", " and the relay (Go) reads the first: a repeated key header is
+ * ambiguous, so it holds no key, and costs no lookup.
+ */
+function single(v: string | string[], raw: readonly string[], name: string): string {
+  if (Array.isArray(v)) return '';
+  return v.includes(',') && occurrences(raw, name) > 1 ? '' : v.trim();
 }
 
 /** `Bearer <token>`, scheme case-insensitive; anything else yields "". */

@@ -1,5 +1,5 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -85,18 +85,49 @@ describe('config', () => {
     ]);
   });
 
-  it('shows no secret in the public config: a token as [set], an address without its password', () => {
+  it('shows no secret in the public config: a set secret as [redacted], an unset one as null, a URL without its password', () => {
     const c = buildConfig({ upstream: { credential: 'sk-secret-credential' } }, {
       SLUICE_UPSTREAM_URL: 'http://u:relaypw@127.0.0.1:3000',
       SLUICE_ADMIN_TOKEN: 'admin-token-secret-0123',
       SLUICE_REDIS_URL: 'redis://:redispw@127.0.0.1:6379/2',
       SLUICE_RELAY_DB: 'postgres://u:dbpw@db:5432/newapi',
     });
-    const p = publicConfig(c) as { upstream: { url: string; credential: string }; redis: { url: string }; relayDb: { dsn: unknown }; adminToken: string };
+    const p = publicConfig(c) as { upstream: { url: string; credential: string }; redis: { url: string }; relayDb: Record<string, unknown> };
     expect(JSON.stringify(p)).not.toMatch(/relaypw|redispw|dbpw|secret/);
-    expect([p.upstream.url, p.upstream.credential, p.redis.url, p.adminToken]).toEqual(['http://u:***@127.0.0.1:3000/', '[set]', 'redis://:***@127.0.0.1:6379/2', '[set]']);
-    expect(p.relayDb.dsn).toEqual(expect.stringContaining('db'));
-    expect(publicConfig(buildConfig({}, ENV))).toMatchObject({ upstream: { credential: null }, redis: { url: null }, relayDb: { dsn: null }, adminToken: null });
+    expect([p.upstream.url, p.upstream.credential, p.redis.url, p.relayDb.url]).toEqual(['http://u:%5Bredacted%5D@127.0.0.1:3000/', '[redacted]', '[redacted]', '[redacted]']);
+    // The file's key, not the parsed address; the admin token is not a key of the file.
+    expect(p.relayDb).not.toHaveProperty('dsn');
+    expect(p).not.toHaveProperty('adminToken');
+    expect(publicConfig(buildConfig({}, ENV))).toMatchObject({ upstream: { url: 'http://127.0.0.1:3000/', credential: null }, redis: { url: null }, relayDb: { url: null } });
+  });
+
+  it('round-trips: the printed config, saved as a file with the secrets given again, gives the same config', () => {
+    const secrets = {
+      SLUICE_UPSTREAM_CREDENTIAL: 'sk-secret-credential',
+      SLUICE_REDIS_URL: 'redis://:redispw@127.0.0.1:6379/2',
+      SLUICE_RELAY_DB: 'u:dbpw@tcp(db:3306)/newapi?parseTime=True',
+    };
+    const file = {
+      upstream: { url: 'http://u:relaypw@127.0.0.1:3000', headersTimeoutSeconds: 0 },
+      redis: { keyPrefix: 'x:', sentinels: 'a:1,b:2', sentinelName: 'm' },
+      relayDb: { schema: 'new-api', poolSize: 3 },
+      freeTier: { models: ['a-free', 'b-free'] },
+      ipLimits: [{ name: 'one', paths: ['/api/*'], limit: 5, windowSeconds: 60 }],
+      trustedProxies: ['10.0.0.0/8'],
+    };
+    const env = { ...secrets, SLUICE_ADMIN_TOKEN: 'admin-token-secret-0123' };
+    const first = buildConfig(file, env);
+    const printed = JSON.parse(JSON.stringify(publicConfig(first))) as Record<string, unknown>;
+    // The upstream URL's password is a secret of its own: given again in the saved file.
+    (printed.upstream as Record<string, unknown>).url = 'http://u:relaypw@127.0.0.1:3000';
+    const second = buildConfig(parseYaml(stringifyYaml(printed)) as Record<string, unknown>, env);
+    expect(JSON.stringify(second)).toBe(JSON.stringify(first));
+    expect(publicConfig(second)).toEqual(publicConfig(first));
+    // Without the secrets the placeholder is refused, naming where it is, not taken for a value.
+    expect(() => buildConfig(printed, { SLUICE_REDIS_URL: secrets.SLUICE_REDIS_URL, SLUICE_RELAY_DB: secrets.SLUICE_RELAY_DB })).toThrow(
+      /upstream\.credential holds "\[redacted\]", the placeholder a printed config shows for a secret/,
+    );
+    expect(() => buildConfig({ upstream: { url: 'http://u:%5Bredacted%5D@127.0.0.1:3000/' } }, {})).toThrow(/upstream\.url holds "\[redacted\]"/);
   });
 
   it('bounds bodies, connections and waits by default, sized to the shipped memory limit', () => {

@@ -7,12 +7,12 @@
  * the offending key so an operator can fix it without reading code.
  */
 import { BlockList } from 'node:net';
-import { describeRelayDsn, parseRelayDsn, type RelayDsn } from '../auth/relay-db/dsn.js';
+import { parseRelayDsn, type RelayDsn } from '../auth/relay-db/dsn.js';
 import { FORMATS, parseCidr } from './formats.js';
 import { readConfigBytesSync } from './file.js';
-import { readSettings, type Raw } from './read.js';
+import { isObject, readSettings, type Raw } from './read.js';
 import { parseConfigText } from './yaml.js';
-import { RULES, SECRETS, type Settings } from './schema.js';
+import { REDACTED, RULES, SECRETS, type Settings } from './schema.js';
 import { ConfigError } from '../answers/errors.js';
 
 export { DEFAULT_IP_LIMITS, DEFAULTS, ENV_VARS, MAX_CONNECTIONS_CAP } from './schema.js';
@@ -73,34 +73,67 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /**
- * The effective config with secrets removed, for logs and the admin API: a secret shows as
- * "[set]", an address without its password (the relay's URL too, which may carry one).
+ * The upstream a config built by the command line holds when none was given (only the sidecar
+ * needs one): never contacted, and shown as null by publicConfig.
+ */
+const NO_UPSTREAM = 'http://upstream-not-set.invalid/';
+
+/**
+ * The config as the command line reads it (`sluice keys ...`, `sluice config check`): as
+ * buildConfig, but `upstream.url`, which only the sidecar needs, may be missing from both the file
+ * and the environment.
+ */
+export function buildToolConfig(rawFile: Raw, env: NodeJS.ProcessEnv): Config {
+  const fileUpstream = rawFile.upstream;
+  const given = (env.SLUICE_UPSTREAM_URL ?? '') !== '' || (isObject(fileUpstream) && fileUpstream.url != null);
+  if (given || (fileUpstream != null && !isObject(fileUpstream))) return buildConfig(rawFile, env);
+  return buildConfig({ ...rawFile, upstream: { ...(fileUpstream ?? {}), url: NO_UPSTREAM } }, env);
+}
+
+/** loadConfig for the command line (buildToolConfig). */
+export function loadToolConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const path = env.SLUICE_CONFIG;
+  return buildToolConfig(path ? readConfigFile(path) : {}, env);
+}
+
+/** Whether a config names its upstream (one from buildToolConfig may not). */
+export function upstreamSet(cfg: Config): boolean {
+  return cfg.upstream.url.href !== NO_UPSTREAM;
+}
+
+/**
+ * The effective config as a config file would give it, for the admin API, `sluice config check`
+ * and the reload log line: every key of the file (`relayDb.url`, not the parsed address), a set
+ * secret as "[redacted]" and an unset one as null, a URL's password as "[redacted]", and no
+ * upstream when none was given (null). Saved as a file, with the secrets given again (their
+ * environment variables win over the file), it is accepted and gives the same config. The admin
+ * token, set through the environment only, is not a key of the file: it is not shown.
  */
 export function publicConfig(cfg: Config): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...cfg, upstream: { ...cfg.upstream, url: redactUrl(cfg.upstream.url.href) } };
+  const { relayDb, adminToken: _environmentOnly, ...rest } = cfg;
+  const { dsn, ...relayDbRest } = relayDb;
+  const out: Record<string, unknown> = {
+    ...rest,
+    upstream: { ...cfg.upstream, url: upstreamSet(cfg) ? redactPassword(cfg.upstream.url.href) : null },
+    relayDb: { url: dsn, ...relayDbRest },
+    // A list of free models replaces the suffix rule, and a file may name only one of the two.
+    freeTier: cfg.freeTier.models === null ? cfg.freeTier : { ...cfg.freeTier, modelSuffix: null },
+  };
   for (const secret of SECRETS) {
-    const keys = secret.configPath.split('.');
+    if (secret.schema.envOnly) continue;
+    const keys = secret.path.split('.');
     const last = keys.pop()!;
     let parent = out;
     for (const k of keys) parent = parent[k] = { ...(parent[k] as Record<string, unknown>) };
-    const v = parent[last];
-    // An address keeps its host, so an operator can tell where it points.
-    if (v === null || v === undefined) parent[last] = null;
-    else if (secret.schema.configKey !== undefined) parent[last] = describeRelayDsn(v as RelayDsn);
-    else if (secret.format?.endsWith('-url')) parent[last] = redactUrl(String(v));
-    else parent[last] = '[set]';
+    parent[last] = parent[last] === null || parent[last] === undefined ? null : REDACTED;
   }
   return out;
 }
 
-function redactUrl(u: string): string {
-  try {
-    const url = new URL(u);
-    if (url.password) url.password = '***';
-    return url.href;
-  } catch {
-    return '[invalid url]';
-  }
+function redactPassword(u: string): string {
+  const url = new URL(u);
+  if (url.password) url.password = REDACTED;
+  return url.href;
 }
 
 export function trustedProxyList(cidrs: readonly string[]): BlockList {

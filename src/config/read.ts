@@ -8,7 +8,7 @@ import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { ConfigError } from '../answers/errors.js';
 import { formatOf } from './formats.js';
-import { choicesOf, kindOf, NON_EMPTY, nullableOf, propertiesOf, SETTINGS, type Node, type Settings } from './schema.js';
+import { choicesOf, kindOf, NON_EMPTY, nullableOf, propertiesOf, REDACTED, SETTINGS, type Node, type Settings } from './schema.js';
 
 export type Raw = Record<string, unknown>;
 
@@ -41,8 +41,29 @@ function got(v: unknown, secret: boolean): string {
   return secret && typeof v === 'string' && v.trim() !== '' ? '' : `, got ${JSON.stringify(v)}`;
 }
 
+/**
+ * Whether a value is the placeholder a printed effective config shows for a secret (or for a
+ * URL's password): a copy of that printout given back without the secret would otherwise run with
+ * "[redacted]" as a credential.
+ */
+function placeholder(v: string): boolean {
+  if (v.trim() === REDACTED) return true;
+  const at = v.indexOf('@');
+  if (at === -1 || !v.includes('://')) return false;
+  try {
+    return decodeURIComponent(new URL(v).password) === REDACTED;
+  } catch {
+    return false;
+  }
+}
+
 /** A value (never undefined) against one node: returns it as the setting holds it, or throws naming `key`. */
 function checkValue(s: Node, raw: unknown, key: string, secret: boolean): unknown {
+  if (typeof raw === 'string' && placeholder(raw)) {
+    throw new ConfigError(
+      `${key} holds "${REDACTED}", the placeholder a printed config shows for a secret: give the secret itself (its environment variable wins over the file)`,
+    );
+  }
   const inner = raw === null ? null : nullableOf(s);
   const node: Node = inner ?? s;
   const v = coerce(node, raw);

@@ -17,7 +17,7 @@ export interface Meta {
   env?: string;
   /** Read at start-up only: a reload keeps the running value (on an object: all of it, as one). */
   startupOnly?: true;
-  /** Never shown: the effective config says "[set]", or masks the password of an address. */
+  /** Never shown: the effective config and the logs say "[redacted]" when it is set (null when not). */
   secret?: true;
   /** Set through the environment only; not a key of the file. */
   envOnly?: true;
@@ -299,11 +299,15 @@ export const STARTUP_ONLY: readonly SettingEntry[] = Object.freeze(walk((s) => s
 /** The secret settings. */
 export const SECRETS: readonly SettingEntry[] = Object.freeze(SETTING_LIST.filter((e) => e.secret));
 
+/** What a set secret shows as, in the effective config and in logs; a config file holding it is refused (it is no value). */
+export const REDACTED = '[redacted]';
+
 /**
- * What pino redacts in a logged config (`{ config }`), in case a config is ever logged whole rather
- * than through publicConfig. Named exactly: a wildcard path makes pino walk every field of every line.
+ * What pino redacts in a logged config (`{ config }`): the secrets of the effective config as
+ * publicConfig prints it (file keys: `relayDb.url`), and as held parsed (`relayDb.dsn`), in case a
+ * config is ever logged whole. Named exactly: a wildcard path makes pino walk every field of every line.
  */
-export const CONFIG_REDACT_PATHS: readonly string[] = Object.freeze(SECRETS.map((e) => `config.${e.configPath}`));
+export const CONFIG_REDACT_PATHS: readonly string[] = Object.freeze([...new Set(SECRETS.flatMap((e) => [`config.${e.path}`, `config.${e.configPath}`]))]);
 
 /** Every environment variable sluice reads, with the setting it sets. */
 export const ENV_VARS: Readonly<Record<string, string>> = Object.freeze({

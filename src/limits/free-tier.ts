@@ -72,7 +72,7 @@ export class FreeTierLimiter {
   /** The day check comes first so that, when both bind, the daily answer wins. */
   private checks(user: string, now: number): [LimitCheck, LimitCheck] {
     const day = this.days.dayAt(now);
-    const subject = `u:${user}`;
+    const subject = userSubject(user);
     return [
       { kind: 'counter', subject, key: `ft:d:${day.id}`, limit: this.config.perDay, resetAtMs: day.endsAt },
       { kind: 'window', subject, key: 'ft:w', limit: this.config.perMinute, windowMs: this.config.windowSeconds * 1000 },
@@ -82,6 +82,22 @@ export class FreeTierLimiter {
   /** Forgets every kept refusal (the store reconnected: it may have lost counts meanwhile). */
   forgetRefusals(): void {
     this.refusals.clear();
+  }
+
+  /** Forgets the refusal kept for `user` (their counts were reset, here or on another replica). */
+  forget(user: string): void {
+    this.refusals.delete(user);
+  }
+
+  /**
+   * An operator's "unblock": deletes the user's counts (the rolling window and today's count) for
+   * every replica, each of which then forgets the refusal it keeps for the user; answers the state
+   * after.
+   */
+  async reset(user: string): Promise<FreeTierState> {
+    await this.store.resetLimits(userSubject(user), this.checks(user, this.clock.now()));
+    this.forget(user);
+    return this.state(user);
   }
 
   admit(user: string): FreeTierVerdict | Promise<FreeTierVerdict> {
@@ -175,6 +191,11 @@ export class FreeTierLimiter {
       },
     };
   }
+}
+
+/** Whose counts a user's are: the subject of their checks (src/store/limit-key.ts), and of a limits reset. */
+export function userSubject(user: string): string {
+  return `u:${user}`;
 }
 
 /** The verdict the store would give at `now` for a refusal kept by `keep`: same fields, same rounding. */

@@ -32,6 +32,18 @@ describe('GuardedLimits', () => {
       expect(metrics.storeErrors.get().values).toEqual([{ value: 3, labels: { op: 'consume' } }]);
     });
 
+    it(`when the store fails (${how}), forgets what it counted of a subject once told its limits were reset, and only that subject's`, async () => {
+      const g = new GuardedLimits(failingStore(how), new Metrics({ processMetrics: false }), () => 'open');
+      const of = (subject: string): LimitCheck[] => [{ ...checks[0]!, subject }];
+      for (const subject of ['u:a', 'u:b']) {
+        for (let i = 0; i < 2; i++) await g.consume(of(subject), 1000, `${subject}${i}`, 'free_tier');
+        expect((await g.consume(of(subject), 1000, `${subject}x`, 'free_tier')).admitted).toBe(false);
+      }
+      g.forget('u:a');
+      expect((await g.consume(of('u:a'), 1000, 'a-again', 'free_tier')).admitted).toBe(true);
+      expect((await g.consume(of('u:b'), 1000, 'b-again', 'free_tier')).admitted).toBe(false);
+    });
+
     it(`when the store fails (${how}), "closed" answers with StoreUnavailableError`, async () => {
       const g = new GuardedLimits(failingStore(how), new Metrics({ processMetrics: false }), () => 'closed');
       await expect(g.consume(checks, 1000, 'm', 'free_tier')).rejects.toBeInstanceOf(StoreUnavailableError);

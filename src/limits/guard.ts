@@ -19,6 +19,8 @@ export type GuardedDecision = Decision & { degraded?: true };
 export interface LimitStore {
   consume(checks: readonly LimitCheck[], nowMs: number, member: string, limit: string): Promise<GuardedDecision>;
   inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]>;
+  /** Deletes a subject's counts for every replica (an operator's reset); every replica then forgets its own state of it. */
+  resetLimits(subject: string, checks: readonly LimitCheck[]): Promise<void>;
 }
 
 export class GuardedLimits implements LimitStore {
@@ -68,5 +70,19 @@ export class GuardedLimits implements LimitStore {
     } catch (err) {
       throw new StoreUnavailableError(err);
     }
+  }
+
+  async resetLimits(subject: string, checks: readonly LimitCheck[]): Promise<void> {
+    try {
+      await this.store.resetLimits(subject, checks);
+    } catch (err) {
+      throw new StoreUnavailableError(err);
+    }
+  }
+
+  /** Forgets what this replica counted of `subject` in memory during an outage, and its calls waiting to be replayed (its limits were reset). */
+  forget(subject: string): void {
+    this.local.forgetSubject(subject);
+    this.ledger?.forget(subject);
   }
 }

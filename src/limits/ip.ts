@@ -4,15 +4,35 @@
  * matched first-wins; each rule is one shared budget for all its paths. An address counts in its
  * bucket (src/http/address-bucket.ts): an IPv4 address, or the IPv6 network of `ipv6Prefix` bits.
  */
-import { addressBucket, DEFAULT_IPV6_PREFIX } from '../http/address-bucket.js';
+import { addressBucket, canonicalAddress, DEFAULT_IPV6_PREFIX } from '../http/address-bucket.js';
 import type { Clock } from '../runtime/clock.js';
 import type { IpLimitRule } from '../config/index.js';
+import type { WindowCheck } from '../store/types.js';
 import type { LimitStore } from './guard.js';
 import { nextMember } from './member.js';
 import { refusalsFor, type Kept, type RememberRefusals, type Refusals } from './refusals.js';
 import { retryAfterSeconds } from './retry-after.js';
 
 export type IpVerdict = { admitted: true } | { admitted: false; retryAfterSeconds: number };
+
+/** One address's state under every rule now (the admin API's `GET /admin/ips/<address>/limits`). */
+export interface IpLimitsState {
+  /** The address, canonical (`::ffff:5.5.5.5` is `5.5.5.5`, IPv6 in RFC 5952 form). */
+  address: string;
+  /** What it counts as: itself (IPv4), or its IPv6 network of `ipv6Prefix` bits. */
+  bucket: string;
+  rules: Array<{
+    name: string;
+    paths: string[];
+    limit: number;
+    windowSeconds: number;
+    shadow: boolean;
+    used: number;
+    remaining: number;
+    retryAfterSeconds: number;
+    resetSeconds: number;
+  }>;
+}
 
 export interface IpLimiterOptions extends RememberRefusals {
   /** IPv6 addresses count per network of this many bits (default 64, the `ipv6Prefix` setting). */
@@ -41,7 +61,7 @@ export class IpLimiter {
   private readonly ipv6Prefix: number;
 
   constructor(
-    rules: readonly IpLimitRule[],
+    private readonly rules: readonly IpLimitRule[],
     private readonly store: LimitStore,
     private readonly clock: Clock,
     opts: IpLimiterOptions = {},
@@ -56,10 +76,62 @@ export class IpLimiter {
     this.refusals.clear();
   }
 
+  /** Forgets the refusals kept for an address bucket under every rule (its counts were reset, here or on another replica). */
+  forget(bucket: string): void {
+    for (const rule of this.rules) this.refusals.delete(`${bucketSubject(bucket)} ${rule.name}`);
+  }
+
+  /** The bucket `address` (any spelling) counts in, with its canonical text; null when it is no address. */
+  bucketOf(address: string): { address: string; bucket: string } | null {
+    const canonical = canonicalAddress(address);
+    return canonical === null ? null : { address: canonical, bucket: addressBucket(canonical, this.ipv6Prefix) };
+  }
+
+  /** The state of an address's bucket under every rule, counting nothing. `address` must be one (bucketOf). */
+  async state(address: string): Promise<IpLimitsState> {
+    const at = this.bucketOf(address)!;
+    const now = this.clock.now();
+    const states = await this.store.inspect(this.checks(at.bucket), now);
+    const secs = (ms: number): number => (ms <= 0 ? 0 : Math.ceil(ms / 1000));
+    return {
+      ...at,
+      rules: this.rules.map((r, i) => {
+        const s = states[i]!;
+        return {
+          name: r.name,
+          paths: [...r.paths],
+          limit: r.limit,
+          windowSeconds: r.windowSeconds,
+          shadow: r.shadow,
+          used: s.used,
+          remaining: Math.max(0, r.limit - s.used),
+          retryAfterSeconds: secs(s.retryAfterMs),
+          resetSeconds: secs(s.resetMs),
+        };
+      }),
+    };
+  }
+
+  /**
+   * An operator's reset of an address's bucket under every rule, for every replica (each then
+   * forgets the refusals it keeps for the bucket); answers the state after.
+   */
+  async reset(address: string): Promise<IpLimitsState> {
+    const { bucket } = this.bucketOf(address)!;
+    await this.store.resetLimits(bucketSubject(bucket), this.checks(bucket));
+    this.forget(bucket);
+    return this.state(address);
+  }
+
+  private checks(bucket: string): WindowCheck[] {
+    const subject = bucketSubject(bucket);
+    return this.rules.map((r) => ({ kind: 'window', subject, key: r.name, limit: r.limit, windowMs: r.windowSeconds * 1000 }));
+  }
+
   /** `ip` is the client's address in any spelling; it is counted in its bucket. */
   admit(rule: IpLimitRule, ip: string): IpVerdict | Promise<IpVerdict> {
     const now = this.clock.now();
-    const subject = `ip:${addressBucket(ip, this.ipv6Prefix)}`;
+    const subject = bucketSubject(addressBucket(ip, this.ipv6Prefix));
     // Refusals are kept per (bucket, rule); a rule's name is unique among the rules.
     const refusal = `${subject} ${rule.name}`;
     const kept = this.refusals.get(refusal, now);
@@ -76,4 +148,9 @@ export class IpLimiter {
     if (d.degraded !== true) this.refusals.keep(refusal, { until: now + d.retryAfterMs }, now);
     return { admitted: false, retryAfterSeconds: retryAfterSeconds(d.retryAfterMs) };
   }
+}
+
+/** Whose counts an address bucket's are: the subject of its checks, and of a limits reset. */
+export function bucketSubject(bucket: string): string {
+  return `ip:${bucket}`;
 }

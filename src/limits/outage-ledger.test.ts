@@ -77,4 +77,15 @@ describe('OutageLedger', () => {
     ledger.record(at(0, 'x'));
     expect(ledger.size).toBe(0);
   });
+  it("forgets a subject's waiting admissions when its limits are reset: a later replay does not bring its counts back", async () => {
+    const store = replayingStore(() => 'replayed');
+    const ledger = new OutageLedger(store, new Metrics({ processMetrics: false }), logLines().log, () => 1000);
+    const of = (subject: string, member: string): OutageAdmission => ({ checks: window.map((c) => ({ ...c, subject })), nowMs: 900, member, maybeCounted: false });
+    ledger.record(of('u:alice', 'a1'));
+    ledger.record(of('u:bob', 'b1'));
+    ledger.record(of('u:alice', 'a2'));
+    ledger.forget('u:alice');
+    await ledger.replay();
+    expect(store.handed).toEqual(['b1']);
+  });
 });

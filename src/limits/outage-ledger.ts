@@ -110,6 +110,15 @@ export class OutageLedger {
     );
   }
 
+  /**
+   * Lets go of the admissions of `subject` still waiting (an operator reset its limits): replayed
+   * after the reset, they would bring back the counts it deleted. One already handed to the store
+   * when the reset came may still be added.
+   */
+  forget(subject: string): void {
+    this.waiting = this.waiting.filter((a) => !a.checks.some((c) => c.subject === subject));
+  }
+
   /** Lets go of admissions with nothing left to count (once a second at most: it walks them all). */
   private prune(): void {
     const now = this.now();

@@ -8,6 +8,7 @@ import type { Clock } from '../runtime/clock.js';
 import { trustedProxyList, type Config } from '../config/index.js';
 import { STARTUP_ONLY } from '../config/schema.js';
 import { FreeTierLimiter } from './free-tier.js';
+import type { LimitsReset } from '../store/types.js';
 import type { LimitStore } from './guard.js';
 import { IpLimiter } from './ip.js';
 
@@ -16,6 +17,21 @@ export interface Policy {
   readonly freeTier: FreeTierLimiter;
   readonly ipLimiter: IpLimiter;
   readonly trustedProxies: BlockList | null;
+}
+
+/**
+ * Forgets what this replica keeps of a subject whose limits an operator reset (here or on another
+ * replica): the refusals the limiters remember. `flush`: every subject's.
+ */
+export function forgetSubject(p: Policy, e: LimitsReset): void {
+  if (e.type === 'flush') {
+    p.freeTier.forgetRefusals();
+    p.ipLimiter.forgetRefusals();
+  } else if (e.subject.startsWith('u:')) {
+    p.freeTier.forget(e.subject.slice('u:'.length));
+  } else if (e.subject.startsWith('ip:')) {
+    p.ipLimiter.forget(e.subject.slice('ip:'.length));
+  }
 }
 
 export function buildPolicy(config: Config, limits: LimitStore, clock: Clock): Policy {

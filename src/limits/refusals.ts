@@ -77,6 +77,11 @@ export class Refusals<T extends Kept> {
     this.map.set(subject, { until, refusal: r });
   }
 
+  /** Forgets one subject's refusal (an operator reset its counts). */
+  delete(subject: string): void {
+    this.map.delete(subject);
+  }
+
   /** Forgets everything: the store may have changed behind our back (it reconnected). */
   clear(): void {
     this.map.clear();

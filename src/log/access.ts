@@ -19,7 +19,10 @@ export interface AccessRecord {
   model?: string | null;
   freeTier?: boolean;
   shadow?: string;
-  /** Why sluice refused, where the decision alone does not say (a lookup the guard did not make: `address_budget`, `lookup_ceiling`). */
+  /**
+   * Why sluice refused, where the decision alone does not say: every 401 (src/auth/reasons.ts),
+   * and a 503 of the key lookup (`lookup_ceiling`, `lookup_failed`).
+   */
   reason?: string;
   status?: number;
   /** performance.now() when the request arrived. */

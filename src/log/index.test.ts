@@ -43,6 +43,17 @@ describe('log redaction', () => {
     log.info({ config: publicConfig(config) }, 'public');
     expect(JSON.stringify(lines())).not.toContain(SECRET);
   });
+
+  it('logs a config as the reload line does: a set secret as [redacted], an unset one as null, relayDb.url by its file key', () => {
+    const config = buildConfig({ upstream: { credential: SECRET } }, { SLUICE_UPSTREAM_URL: 'http://127.0.0.1:3000', SLUICE_RELAY_DB: `postgres://u:${SECRET}@db/newapi` });
+    const { log, lines } = capture();
+    log.info({ config: publicConfig(config) }, 'config reloaded');
+    const logged = lines()[0]!.config as { upstream: Record<string, unknown>; redis: Record<string, unknown>; relayDb: Record<string, unknown> };
+    expect([logged.upstream.credential, logged.redis.url, logged.relayDb.url]).toEqual(['[redacted]', null, '[redacted]']);
+    expect(logged.upstream.url).toBe('http://127.0.0.1:3000/');
+    expect(logged).not.toHaveProperty('adminToken');
+    expect(JSON.stringify(lines())).not.toContain(SECRET);
+  });
 });
 
 describe('log destination', () => {

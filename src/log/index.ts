@@ -4,7 +4,7 @@
  */
 import { writeSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
-import { CONFIG_REDACT_PATHS } from '../config/schema.js';
+import { CONFIG_REDACT_PATHS, REDACTED } from '../config/schema.js';
 
 /**
  * Named exactly, never with wildcards: a wildcard path (`*.key`) makes pino walk every field of
@@ -183,7 +183,8 @@ export function loggerOptions(level: string): pino.LoggerOptions {
   return {
     level,
     base: { svc: 'sluice' },
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    // A value that is there is censored; an unset one (null) is shown as such: "[redacted]" means set.
+    redact: { paths: REDACT_PATHS, censor: (v: unknown) => (v === null || v === undefined ? v : REDACTED) },
     timestamp: isoTimeCached,
     hooks: { streamWrite: escapeLoneSurrogates },
   };

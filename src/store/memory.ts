@@ -4,7 +4,7 @@
  */
 import { limitKey } from './limit-key.js';
 import { DAY_KEY_GRACE_MS } from './scripts.js';
-import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, Store } from './types.js';
+import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitsReset, LimitState, Store } from './types.js';
 
 interface Counter {
   count: number;
@@ -24,6 +24,7 @@ export class MemoryStore implements Store {
   private readonly windows = new Map<string, { windowMs: number; times: number[] }>();
   private readonly counters = new Map<string, Counter>();
   private readonly listeners: Array<(c: KeyChange) => void> = [];
+  private readonly resetListeners: Array<(e: LimitsReset) => void> = [];
   private sweepAt = 0;
 
   async createKey(rec: KeyRecord): Promise<boolean> {
@@ -117,6 +118,23 @@ export class MemoryStore implements Store {
     return checks.map((c) => this.stateAt(c, limitKey(c), nowMs, 'inspect'));
   }
 
+  /** In-process: every count of the subject goes (other days' and other rules' too), and the listeners hear of it at once. */
+  async resetLimits(subject: string, _checks: readonly LimitCheck[]): Promise<void> {
+    this.forgetSubject(subject);
+    for (const l of this.resetListeners) l({ type: 'reset', subject });
+  }
+
+  onLimitsReset(listener: (e: LimitsReset) => void): void {
+    this.resetListeners.push(listener);
+  }
+
+  /** Drops every count of `subject` (the per-replica outage counts of src/limits/guard.ts too). */
+  forgetSubject(subject: string): void {
+    const tag = `{${subject}}:`;
+    for (const k of this.windows.keys()) if (k.startsWith(tag)) this.windows.delete(k);
+    for (const k of this.counters.keys()) if (k.startsWith(tag)) this.counters.delete(k);
+  }
+
   /**
    * One check (kept under `key`) at `nowMs`, as the Lua scripts compute it: the calls it counts (a window
    * trimmed to now); the wait until it admits one more (0 while it does; for a window, until
@@ -171,5 +189,6 @@ export class MemoryStore implements Store {
 
   async close(): Promise<void> {
     this.listeners.length = 0;
+    this.resetListeners.length = 0;
   }
 }

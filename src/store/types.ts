@@ -94,6 +94,12 @@ export class NotSentError extends Error {
   override name = 'NotSentError';
 }
 
+/**
+ * An operator reset a subject's limits (`u:<user>`, `ip:<bucket>`) on some replica; `flush`: resets
+ * may have been missed (the feed reconnected), so every subject's kept state is suspect.
+ */
+export type LimitsReset = { type: 'reset'; subject: string } | { type: 'flush' };
+
 export interface Store {
   readonly kind: 'redis' | 'memory';
 
@@ -119,6 +125,13 @@ export interface Store {
   consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision>;
   /** The state of each limit now, without counting anything. */
   inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]>;
+  /**
+   * Deletes the counts of `checks`, all of `subject`, and tells every replica (this one included)
+   * through onLimitsReset, so that each forgets what it remembers of the subject.
+   */
+  resetLimits(subject: string, checks: readonly LimitCheck[]): Promise<void>;
+  /** Limit resets made anywhere (this replica or another). */
+  onLimitsReset(listener: (e: LimitsReset) => void): void;
 
   /** Resolves when the store answers now; rejects with the reason it does not. */
   ping(): Promise<void>;

@@ -202,7 +202,9 @@ describe('the sluice command line', () => {
     const dir = mkdtempSync('/tmp/sluice-cli-');
     writeFileSync(`${dir}/ok.yaml`, 'freeTier:\n  perMinute: 10\n');
     writeFileSync(`${dir}/bad.yaml`, 'freeTier:\n  perMinute: ten\n');
-    expect((await cli(['config', 'check', `${dir}/ok.yaml`])).stdout).toContain('valid');
+    const ok = await cli(['config', 'check', `${dir}/ok.yaml`]);
+    expect(ok.stderr).toContain('valid');
+    expect(JSON.parse(ok.stdout)).toMatchObject({ freeTier: { perMinute: 10 } });
     await expect(cli(['config', 'check', `${dir}/bad.yaml`])).rejects.toMatchObject({ code: 78, stderr: expect.stringContaining('freeTier.perMinute') });
   });
 });

@@ -65,7 +65,10 @@ describe.each(CASES)('relay keys on %s (%s schema)', (dialect, flavour) => {
     const exhaustedStatus = await fx.addToken(user, { status: 4 });
     const expired = await fx.addToken(user, { expired_time: now() - 10 });
     const noQuota = await fx.addToken(user, { remain_quota: 0 });
-    for (const t of [disabled, expiredStatus, exhaustedStatus, expired, noQuota]) expect(await find(src.source, `sk-${t.key}`)).toBe('refused');
+    const reasons = ['key_disabled', 'key_disabled', 'key_disabled', 'key_expired', 'key_exhausted'];
+    for (const [i, t] of [disabled, expiredStatus, exhaustedStatus, expired, noQuota].entries()) {
+      expect(await find(src.source, `sk-${t.key}`)).toEqual({ reason: reasons[i], id: String(t.id), user: String(user) });
+    }
   });
 
   it('admits a token with a future expiry, and an unlimited one with no quota left', async () => {
@@ -74,11 +77,12 @@ describe.each(CASES)('relay keys on %s (%s schema)', (dialect, flavour) => {
     for (const t of [future, unlimited]) expect(await find(src.source, `sk-${t.key}`)).toMatchObject({ id: String(t.id) });
   });
 
-  it('does not find a token deleted in the console', async () => {
+  it('does not accept a token deleted in the console', async () => {
     const t = await fx.addToken(user);
     await fx.deleteToken(t.id);
-    // new-api keeps the row (deleted_at): not found, so sluice's own registry is asked next.
-    expect(await find(src.source, `sk-${t.key}`)).toBe('unknown');
+    // new-api keeps the row (deleted_at): held as deleted, so sluice's own registry is asked next;
+    // one-api deletes the row.
+    expect(await find(src.source, `sk-${t.key}`)).toEqual(flavour === 'one-api' ? 'unknown' : { reason: 'key_deleted', id: String(t.id), user: String(user) });
   });
 
   it('refuses the tokens of a user who is disabled, deleted or gone', async () => {
@@ -87,13 +91,13 @@ describe.each(CASES)('relay keys on %s (%s schema)', (dialect, flavour) => {
     const a = await fx.addToken(disabledUser);
     const b = await fx.addToken(goneUser);
     await fx.hardDeleteUser(goneUser);
-    expect(await find(src.source, a.key)).toBe('refused');
-    expect(await find(src.source, b.key)).toBe('refused');
+    expect(await find(src.source, a.key)).toMatchObject({ reason: 'user_disabled', id: String(a.id), user: String(disabledUser) });
+    expect(await find(src.source, b.key)).toMatchObject({ reason: 'user_missing', id: String(b.id), user: String(goneUser) });
     const deletedUser = await fx.addUser();
     const c = await fx.addToken(deletedUser);
     if (flavour === 'one-api') await fx.setUserStatus(deletedUser, 3);
     else await fx.softDeleteUser(deletedUser);
-    expect(await find(src.source, c.key)).toBe('refused');
+    expect(await find(src.source, c.key)).toMatchObject({ reason: flavour === 'one-api' ? 'user_disabled' : 'user_deleted', id: String(c.id) });
   });
 
   it('does not authenticate a key that differs only in case (MySQL collations compare without case)', async () => {

@@ -4,6 +4,7 @@
  * function shared by every database dialect.
  */
 import { lookupKey } from '../keys.js';
+import type { KeyStateReason } from '../reasons.js';
 
 /** A token row joined with its user, normalised across PostgreSQL, MySQL and SQLite. */
 export interface TokenRow {
@@ -11,6 +12,8 @@ export interface TokenRow {
   /** The key as stored: without `sk-`. */
   key: string;
   status: number;
+  /** new-api: `deleted_at` set (deleted in the console; the row and its key stay). one-api deletes the row. */
+  deleted: boolean;
   /** Unix seconds; -1: never. */
   expiredTime: number;
   remainQuota: number;
@@ -22,23 +25,23 @@ export interface TokenRow {
   userDeleted: boolean;
 }
 
-export type TokenVerdict =
-  | { ok: true }
-  | { ok: false; reason: 'token_disabled' | 'token_expired' | 'token_exhausted' | 'user_missing' | 'user_deleted' | 'user_disabled' };
+export type TokenVerdict = { ok: true } | { ok: false; reason: KeyStateReason };
 
 const TOKEN_ENABLED = 1;
 const USER_ENABLED = 1;
 
 /**
- * The relay's checks, in its order: status enabled; not expired (`expired_time` -1, or not
+ * The relay's checks, in its order: not deleted (the relay adds `deleted_at IS NULL` to every
+ * query, so a deleted key is one it does not find); status enabled; not expired (`expired_time` -1, or not
  * before now: the relay refuses only `expired_time < now`); quota left unless unlimited; then the
  * user exists, is not deleted, and is enabled. The relay answers a disabled user 403 and a deleted
  * one 500; the contract calls every one of these an authentication failure.
  */
 export function judgeToken(row: TokenRow, nowSeconds: number): TokenVerdict {
-  if (row.status !== TOKEN_ENABLED) return { ok: false, reason: 'token_disabled' };
-  if (row.expiredTime !== -1 && row.expiredTime < nowSeconds) return { ok: false, reason: 'token_expired' };
-  if (!row.unlimitedQuota && row.remainQuota <= 0) return { ok: false, reason: 'token_exhausted' };
+  if (row.deleted) return { ok: false, reason: 'key_deleted' };
+  if (row.status !== TOKEN_ENABLED) return { ok: false, reason: 'key_disabled' };
+  if (row.expiredTime !== -1 && row.expiredTime < nowSeconds) return { ok: false, reason: 'key_expired' };
+  if (!row.unlimitedQuota && row.remainQuota <= 0) return { ok: false, reason: 'key_exhausted' };
   if (row.userStatus === null) return { ok: false, reason: 'user_missing' };
   if (row.userDeleted) return { ok: false, reason: 'user_deleted' };
   if (row.userStatus !== USER_ENABLED) return { ok: false, reason: 'user_disabled' };

@@ -17,8 +17,11 @@
 import type { Logger } from 'pino';
 import type { KeySource, SourceAnswer } from '../authenticator.js';
 import type { Clock } from '../../runtime/clock.js';
+import type { RelayDbConfig } from '../../config/index.js';
+import { sqliteModulePath } from './sqlite.js';
 import { describeRelayDsn, type RelayDsn } from './dsn.js';
 import { ANSWER_GRACE_MS, openDriver, withTimeout, type RelayDbDriver } from './driver.js';
+import { privilegeProblem, probeStatement } from './privileges.js';
 import { couldBeRelayKey, judgeToken, relayKeyBody, type TokenRow } from './rules.js';
 import { columnsStatement, detectSchema, tokenRow, tokensByKeyStatement, type RelaySchema, type SchemaShape } from './sql.js';
 
@@ -67,6 +70,24 @@ export class RelayDbBusyError extends Error {
 interface Waiter {
   resolve: (row: TokenRow | null) => void;
   reject: (err: Error) => void;
+}
+
+/** The key source `relayDb.*` describes, or null when `relayDb.url` is unset. */
+export function relayKeySourceFor(r: RelayDbConfig, clock: Clock, log: Logger, observe?: RelayKeySourceOptions['observe']): RelayKeySource | null {
+  if (!r.dsn) return null;
+  // A missing optional driver is a start-up error (exit 78), not a surprise on the first request.
+  if (r.dsn.dialect === 'sqlite') sqliteModulePath('SLUICE_RELAY_DB');
+  return new RelayKeySource({
+    dsn: r.dsn,
+    schema: r.schema === 'auto' ? null : r.schema,
+    poolSize: r.poolSize,
+    queryTimeoutMs: r.queryTimeoutMs,
+    maxAgeMs: r.recheckSeconds * 1000,
+    staleMs: r.staleSeconds * 1000,
+    clock,
+    log,
+    observe,
+  });
 }
 
 export const RELAY_DB_DEFAULTS = Object.freeze({ batchSize: 500, maxQueued: 5000, renewWindowMs: 1000, retryMs: 5000 });
@@ -124,10 +145,8 @@ export class RelayKeySource implements KeySource {
     // batch hands a row only to the body it equals exactly.
     if (row === null) return 'unknown';
     const verdict = judgeToken(row, Math.floor(this.o.clock.now() / 1000));
-    if (!verdict.ok) {
-      this.o.log.debug({ keyId: String(row.id), user: String(row.userId), reason: verdict.reason }, 'relay key refused');
-      return 'refused';
-    }
+    // Why, and whose: the request's access line says it (src/auth/reasons.ts).
+    if (!verdict.ok) return { reason: verdict.reason, id: String(row.id), user: String(row.userId) };
     return { id: String(row.id), user: String(row.userId), hash };
   }
 
@@ -198,7 +217,8 @@ export class RelayKeySource implements KeySource {
       return;
     }
     const byKey = new Map<string, TokenRow>();
-    for (const r of rows) byKey.set(r.key, r);
+    // One row per key (the unique index); were there a deleted one beside a live one, the live one counts.
+    for (const r of rows) if (!(r.deleted && byKey.has(r.key))) byKey.set(r.key, r);
     for (const [body, ws] of batch) {
       const row = byKey.get(body) ?? null;
       for (const w of ws) w.resolve(row);
@@ -215,8 +235,10 @@ export class RelayKeySource implements KeySource {
       try {
         shape = detectSchema(rows, this.o.schema);
       } catch (err) {
-        this.failed(err);
-        throw err;
+        // Tables or columns the user may not read are not listed either: a refused read says so.
+        const problem = (await this.refusedRead(driver)) ?? err;
+        this.failed(problem);
+        throw problem;
       }
       this.shape = shape;
       this.status.schema = shape.schema;
@@ -230,6 +252,19 @@ export class RelayKeySource implements KeySource {
       this.retryLater();
       throw err;
     });
+  }
+
+  /** Why the user may not read what the lookups read (privileges.ts), or null when it may (or the tables are not there). */
+  private async refusedRead(driver: RelayDbDriver): Promise<Error | null> {
+    for (const table of ['tokens', 'users'] as const) {
+      try {
+        await withTimeout(driver.query(probeStatement(driver.dialect, table)), this.o.queryTimeoutMs + ANSWER_GRACE_MS, 'a relay database statement');
+      } catch (err) {
+        const problem = privilegeProblem(err, this.o.dsn);
+        if (problem !== null) return new Error(problem);
+      }
+    }
+    return null;
   }
 
   private connected(): Promise<RelayDbDriver> {
@@ -269,7 +304,8 @@ export class RelayKeySource implements KeySource {
 
   /** `starting` stays so until the database was reached once; after that a failure is `failing`. */
   private failed(err: unknown): void {
-    const message = err instanceof Error ? err.message : String(err);
+    // A refused read names the missing grant, not "unreachable".
+    const message = privilegeProblem(err, this.o.dsn) ?? (err instanceof Error ? err.message : String(err));
     const changed = this.status.state === 'ok' || this.status.error !== message;
     if (this.status.state === 'ok') {
       this.status.state = 'failing';

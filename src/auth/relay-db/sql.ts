@@ -81,19 +81,21 @@ export function detectSchema(rows: ReadonlyArray<Record<string, unknown>>, force
 
 /**
  * Tokens by key (the key as stored, without `sk-`), each joined with its user. A soft-deleted
- * token (new-api) is not found, as the relay adds `deleted_at IS NULL` to every query.
+ * token (new-api) is found too, marked `deleted`: the relay adds `deleted_at IS NULL` to every
+ * query and so never finds it (rules.ts refuses it), but an operator asking why a key is refused,
+ * or whose it was, is told (the unique index on `key` keeps one row per key either way).
  */
 export function tokensByKeyStatement(d: Dialect, shape: SchemaShape, keys: readonly string[]): Statement {
   const k = quote(d, 'key');
   const userDeleted = shape.usersDeletedAt ? 'CASE WHEN u.deleted_at IS NULL THEN 0 ELSE 1 END' : '0';
-  const notDeleted = shape.schema === 'new-api' ? ' AND t.deleted_at IS NULL' : '';
+  const deleted = shape.schema === 'new-api' ? 'CASE WHEN t.deleted_at IS NULL THEN 0 ELSE 1 END' : '0';
   return {
     sql:
-      `SELECT t.id AS id, t.${k} AS token_key, t.status AS status, t.expired_time AS expired_time, ` +
+      `SELECT t.id AS id, t.${k} AS token_key, t.status AS status, ${deleted} AS deleted, t.expired_time AS expired_time, ` +
       `t.remain_quota AS remain_quota, t.unlimited_quota AS unlimited_quota, t.user_id AS user_id, ` +
       `u.status AS user_status, ${userDeleted} AS user_deleted ` +
       `FROM tokens t LEFT JOIN users u ON u.id = t.user_id ` +
-      `WHERE t.${k} IN (${placeholders(d, keys.length)})${notDeleted}`,
+      `WHERE t.${k} IN (${placeholders(d, keys.length)})`,
     params: [...keys],
   };
 }
@@ -105,6 +107,7 @@ export function tokenRow(r: Record<string, unknown>): TokenRow {
     id: integer(r.id),
     key: storedKey(r.token_key),
     status: integer(r.status),
+    deleted: truthy(r.deleted),
     expiredTime: integer(r.expired_time),
     remainQuota: integer(r.remain_quota),
     unlimitedQuota: truthy(r.unlimited_quota),

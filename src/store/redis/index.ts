@@ -6,12 +6,13 @@
  * means (src/limits/guard.ts for limits, the admin API answers 503 store_unavailable).
  */
 import { DEFAULTS } from '../../config/index.js';
-import { KeyChangeFeed } from './change-feed.js';
+import { ChangeFeed } from './change-feed.js';
 import { baseOptions, connect, SCRIPTS, type RedisConnection, type RedisStoreOptions } from './connection.js';
 import { RedisDecisions } from './decisions.js';
+import { LimitResets } from './limit-resets.js';
 import { KeyRegistry } from './registry.js';
 import { RedisReplay } from './replay.js';
-import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitState, OutageAdmission, ReplayOutcome, Store } from '../types.js';
+import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitsReset, LimitState, OutageAdmission, ReplayOutcome, Store } from '../types.js';
 
 export { redisStoreOptions, type RedisStoreOptions } from './connection.js';
 
@@ -24,7 +25,8 @@ export class RedisStore implements Store {
   private readonly decisions: RedisDecisions;
   private readonly replays: RedisReplay;
   private readonly registry: KeyRegistry;
-  private readonly changes: KeyChangeFeed;
+  private readonly resets: LimitResets;
+  private readonly changes: ChangeFeed;
   private readonly reconnectListeners: Array<() => void> = [];
   private readyOnce = false;
   private closed = false;
@@ -32,11 +34,13 @@ export class RedisStore implements Store {
   constructor(opts: RedisStoreOptions) {
     const prefix = opts.keyPrefix ?? DEFAULTS.redis.keyPrefix;
     const channel = `${prefix}keys:changed`;
+    const resetChannel = `${prefix}limits:reset`;
     const base = baseOptions(opts);
     this.client = connect(opts, { ...base, scripts: SCRIPTS });
     this.decisions = new RedisDecisions(this.client, prefix, opts.batchDecisions !== false);
     this.replays = new RedisReplay(this.client, prefix, opts.batchDecisions !== false);
     this.registry = new KeyRegistry(this.client, prefix, channel);
+    this.resets = new LimitResets(this.client, prefix, resetChannel);
     // Errors surface through the commands that fail; the connection's own
     // 'error' events would otherwise crash the process.
     this.client.on('error', () => {});
@@ -45,7 +49,7 @@ export class RedisStore implements Store {
       this.readyOnce = true;
     });
     this.sub = connect(opts, { ...base, enableOfflineQueue: true, commandTimeout: undefined, enableAutoPipelining: false });
-    this.changes = new KeyChangeFeed(this.sub, channel);
+    this.changes = new ChangeFeed(this.sub, { keys: channel, limits: resetChannel });
   }
 
   /** Resolves once the command connection is ready (or rejects after `timeoutMs`). */
@@ -69,7 +73,15 @@ export class RedisStore implements Store {
   }
 
   onKeyChange(listener: (change: KeyChange) => void): void {
-    this.changes.onChange(listener);
+    this.changes.onKeyChange(listener);
+  }
+
+  onLimitsReset(listener: (e: LimitsReset) => void): void {
+    this.changes.onLimitsReset(listener);
+  }
+
+  resetLimits(subject: string, checks: readonly LimitCheck[]): Promise<void> {
+    return this.resets.reset(subject, checks);
   }
 
   onReconnect(listener: () => void): void {

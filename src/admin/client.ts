@@ -1,0 +1,105 @@
+/**
+ * The admin operations as the command line reaches them: directly, on the store and key sources
+ * the sidecars use (the same Redis, key prefix, relay database and limits, from the same
+ * settings), or through a running sluice's admin API (`--admin-url`), which the embedded store
+ * needs since it lives inside that process. Both answer alike.
+ */
+import pino from 'pino';
+import { Authenticator, storeKeySource, type KeySource } from '../auth/authenticator.js';
+import { relayKeySourceFor } from '../auth/relay-db/source.js';
+import { AdminError, AdminErrors } from '../answers/errors.js';
+import type { Config } from '../config/index.js';
+import { FreeTierLimiter } from '../limits/free-tier.js';
+import { IpLimiter } from '../limits/ip.js';
+import { systemClock } from '../runtime/clock.js';
+import { RedisStore, redisStoreOptions } from '../store/redis/index.js';
+import { lookupKeyOwner, type KeyLookup } from './key-lookup.js';
+import { KeyService } from './keys.js';
+
+export interface AdminClient {
+  createKey(body: Record<string, string>): Promise<unknown>;
+  listKeys(user: string): Promise<unknown>;
+  /** False when no key has that id. */
+  deleteKey(id: string): Promise<boolean>;
+  lookupKey(key: string): Promise<KeyLookup>;
+  /** A user's free-tier state; with `reset`, after resetting it on every replica. */
+  userLimits(user: string, reset: boolean): Promise<unknown>;
+  /** An address's per-IP state; with `reset`, after resetting it on every replica. */
+  ipLimits(address: string, reset: boolean): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/** A refusal of the admin API or the store, as the command line reports it (exit code 1). */
+export class AdminCallError extends Error {
+  override name = 'AdminCallError';
+}
+
+/** Directly on Redis, as the sidecars configured by `cfg` (which must name Redis). */
+export async function directClient(cfg: Config, redisUrl: string): Promise<AdminClient> {
+  // A longer command bound than the sidecars', since a person waits here, not a request.
+  const store = new RedisStore({ ...redisStoreOptions(cfg.redis, redisUrl), commandTimeoutMs: Math.max(2000, cfg.redis.commandTimeoutMs) });
+  try {
+    await store.waitReady(5000);
+  } catch (err) {
+    await store.close();
+    throw new AdminCallError(`cannot reach Redis: ${(err as Error).message}`);
+  }
+  const keys = new KeyService(store, systemClock);
+  const remember = { rememberRefusalsMs: 0 };
+  const freeTier = new FreeTierLimiter(cfg.freeTier, store, systemClock, remember);
+  const ipLimiter = new IpLimiter(cfg.ipLimits, store, systemClock, { ...remember, ipv6Prefix: cfg.ipv6Prefix });
+  // Only the lookup needs the relay's database: opened on first use.
+  let relay: ReturnType<typeof relayKeySourceFor> | undefined;
+  const address = (text: string): string => {
+    const at = ipLimiter.bucketOf(text);
+    if (at === null) throw new AdminError(AdminErrors.INVALID_ADDRESS);
+    return at.address;
+  };
+  return {
+    createKey: (body) => keys.create(body),
+    listKeys: async (user) => ({ keys: await keys.list(user) }),
+    deleteKey: async (id) => (await keys.remove(id)) !== null,
+    lookupKey: async (key) => {
+      relay ??= relayKeySourceFor(cfg.relayDb, systemClock, pino({ level: 'silent' }));
+      const sources: KeySource[] = [storeKeySource(store)];
+      if (relay) sources.unshift(relay);
+      return lookupKeyOwner(new Authenticator(sources, systemClock), key);
+    },
+    userLimits: async (user, reset) => ({ freeTier: reset ? await freeTier.reset(user) : await freeTier.state(user) }),
+    ipLimits: async (text, reset) => ({ ipLimits: reset ? await ipLimiter.reset(address(text)) : await ipLimiter.state(address(text)) }),
+    close: async () => {
+      await relay?.close();
+      await store.close();
+    },
+  };
+}
+
+/** Through a running sluice's admin API at `base`, with its admin token. */
+export function apiClient(base: string, token: string): AdminClient {
+  const call = async (method: string, path: string, body?: unknown): Promise<Response> => {
+    let r: Response;
+    try {
+      r = await fetch(new URL(path, base), {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (err) {
+      throw new AdminCallError(`cannot reach the admin API at ${base}: ${(err as Error).message}`);
+    }
+    if (r.status >= 400 && !(r.status === 404 && method === 'DELETE' && path.startsWith('/admin/keys/'))) {
+      throw new AdminCallError(`admin API answered ${r.status}: ${await r.text()}`);
+    }
+    return r;
+  };
+  const segment = encodeURIComponent;
+  return {
+    createKey: async (b) => (await call('POST', '/admin/keys', b)).json(),
+    listKeys: async (user) => (await call('GET', `/admin/keys?user=${segment(user)}`)).json(),
+    deleteKey: async (id) => (await call('DELETE', `/admin/keys/${segment(id)}`)).status === 204,
+    lookupKey: async (key) => (await (await call('POST', '/admin/keys/lookup', { key })).json()) as KeyLookup,
+    userLimits: async (user, reset) => (await call(reset ? 'DELETE' : 'GET', `/admin/users/${segment(user)}/limits`)).json(),
+    ipLimits: async (address, reset) => (await call(reset ? 'DELETE' : 'GET', `/admin/ips/${segment(address)}/limits`)).json(),
+    close: async () => {},
+  };
+}

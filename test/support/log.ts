@@ -1,0 +1,32 @@
+/** A pino logger whose lines a test reads, parsed, as sluice writes them (its own options: redaction included). */
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { loggerOptions } from '../../src/log/index.js';
+
+export interface CapturedLog {
+  log: pino.Logger;
+  lines: Array<Record<string, unknown>>;
+  /** Every line as written, for "this text appears nowhere" checks. */
+  text(): string;
+  /** The access lines (`msg: "request"`). */
+  requests(): Array<Record<string, unknown>>;
+}
+
+export function capturedLog(level = 'info'): CapturedLog {
+  const raw: string[] = [];
+  const lines: Array<Record<string, unknown>> = [];
+  const log = pino(
+    loggerOptions(level),
+    new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        for (const l of chunk.toString('utf8').split('\n')) {
+          if (!l) continue;
+          raw.push(l);
+          lines.push(JSON.parse(l) as Record<string, unknown>);
+        }
+        cb();
+      },
+    }),
+  );
+  return { log, lines, text: () => raw.join('\n'), requests: () => lines.filter((l) => l.msg === 'request') };
+}
