@@ -105,7 +105,7 @@ function createRelayKeySource(config: Config, clock: Clock, log: Logger, metrics
     clock,
     log,
     observe: (op, seconds, failed) => {
-      metrics.relayDbSeconds.cell({ op }).observe(seconds);
+      metrics.relayDbSeconds.observe({ op }, seconds);
       if (failed) metrics.relayDbErrors.inc({ op });
     },
   });
@@ -115,17 +115,23 @@ export function createSluice(opts: SluiceOptions): Sluice {
   let config = opts.config;
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);
-  const metrics = new Metrics({ processMetrics: opts.processMetrics });
+  const store = opts.store ?? createStore(config, log);
+  const metrics = new Metrics({
+    processMetrics: opts.processMetrics,
+    relayTimeoutSeconds: config.upstream.headersTimeoutSeconds,
+    storeRoundTrips: store.kind === 'redis',
+    relayDb: config.relayDb.dsn !== null,
+    ipRules: config.ipLimits.map((r) => r.name),
+  });
   const build = buildInfo();
   metrics.buildInfo(build);
   const gc = exposedGc();
   const idleGc = opts.idleGc ?? (gc && { collect: gc });
   const stopIdleCollection = idleGc
-    ? startIdleCollection({ served: () => metrics.served, inflight: () => metrics.inflight.value, ...idleGc }, () => clock.now(), () =>
+    ? startIdleCollection({ served: () => metrics.served, inflight: () => metrics.inflight, ...idleGc }, () => clock.now(), () =>
         log.debug({ heapUsedMB: Math.round(process.memoryUsage().heapUsed / 1048576) }, 'idle after traffic: garbage collected'),
       )
     : undefined;
-  const store = opts.store ?? createStore(config, log);
   const limits = new GuardedLimits(store, metrics, () => config.limits.onStoreError);
   let policy: Policy = buildPolicy(config, limits, clock);
   // A store that reconnected may have lost counts (a Redis restarted without persistence): the
@@ -158,7 +164,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
     headersTimeoutSeconds: config.upstream.headersTimeoutSeconds,
     onOutOfSockets: () => {
       outOfSocketsAt = performance.now();
-      metrics.outOfSockets.inc({});
+      metrics.outOfSockets.inc();
     },
   });
   const keys = new KeyService(store, clock, (hash) => authenticator.onChange({ type: 'deleted', hash }));
@@ -194,11 +200,11 @@ export function createSluice(opts: SluiceOptions): Sluice {
   // Over the cap Node closes a new connection as it arrives, before reading anything: no answer, no
   // descriptor held. Clients (and load balancers) see a connection error and retry, elsewhere if they can.
   publicServer.maxConnections = cap.cap;
-  metrics.maxConnections.value = cap.cap;
-  publicServer.on('drop', () => metrics.droppedConnections.inc({}));
-  const onSocketClose = (): void => metrics.connections.dec();
+  metrics.maxConnections.set(cap.cap);
+  publicServer.on('drop', () => metrics.droppedConnections.inc());
+  const onSocketClose = (): void => void metrics.connections--;
   publicServer.on('connection', (socket: Socket) => {
-    metrics.connections.inc();
+    metrics.connections++;
     socket.once('close', onSocketClose);
   });
   // `Expect: 100-continue`: the client is invited to send its body only once sluice would read it.
@@ -208,7 +214,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
     const inFlight = (socket as Duplex & { _httpMessage?: http.ServerResponse | null })._httpMessage ?? null;
     let status: string;
     if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-      metrics.requestTimeouts.inc({});
+      metrics.requestTimeouts.inc();
       // A request the gateway is reading gets the relay's JSON shape and its access line.
       if (inFlight !== null && gateway.requestTimedOut(inFlight, config.server.requestTimeoutSeconds)) return;
       status = '408 Request Timeout';
@@ -259,7 +265,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
    * left to reach the relay with. Null when neither.
    */
   function saturation(): string | null {
-    if (metrics.connections.value >= publicServer.maxConnections) return 'at the connection cap';
+    if (metrics.connections >= publicServer.maxConnections) return 'at the connection cap';
     if (performance.now() - outOfSocketsAt < OUT_OF_SOCKETS_UNREADY_MS) return 'out of sockets toward the relay';
     return null;
   }
@@ -276,15 +282,17 @@ export function createSluice(opts: SluiceOptions): Sluice {
           const nextCap = connectionCap(merged.server.maxConnections, nofile, MAX_CONNECTIONS_CAP);
           if (nextCap.warning && nextCap.cap !== publicServer.maxConnections) log.warn({ maxConnections: nextCap.cap, openFileLimit: nofile }, nextCap.warning);
           // Connections already open over a lowered cap stay; new ones wait for room.
-          publicServer.maxConnections = metrics.maxConnections.value = nextCap.cap;
+          publicServer.maxConnections = nextCap.cap;
+          metrics.maxConnections.set(nextCap.cap);
+          metrics.limits(merged.ipLimits.map((r) => r.name));
           budget.limit = merged.bodyBudgetBytes;
           forwarder.setHeadersTimeout(merged.upstream.headersTimeoutSeconds);
           log.level = merged.logLevel;
-          metrics.configReloads.inc({ result: 'success' });
+          metrics.configReloaded(true);
           log.info({ config: publicConfig(merged) }, 'config reloaded');
         },
         onError: (err) => {
-          metrics.configReloads.inc({ result: 'failure' });
+          metrics.configReloaded(false);
           log.error({ err: err.message }, 'config reload rejected; keeping the running config');
         },
       })
@@ -320,7 +328,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
     clearInterval(idleSweep);
     let forced = 0;
     if (!done) {
-      forced = metrics.inflight.value;
+      forced = metrics.inflight;
       log.warn({ forced, drainSeconds: config.drainSeconds }, 'drain deadline passed; cutting what is still open (outcome drain_deadline)');
       cutting = true;
       publicServer.closeAllConnections();

@@ -55,8 +55,8 @@ export type AuthResult =
   | { ok: false; reason: 'address_budget' }
   /** The replica's ceiling on lookups of unknown keys is reached: the key's validity is unknown. */
   | { ok: false; reason: 'lookup_ceiling'; retryAfterSeconds: number }
-  /** No source could answer: the key's validity is unknown. */
-  | { ok: false; reason: 'unavailable'; error: unknown };
+  /** No source could answer: the key's validity is unknown. `source` names the first that failed (KeySource.name). */
+  | { ok: false; reason: 'unavailable'; source: string; error: unknown };
 
 export interface AuthenticatorOptions {
   /** How long a found key is trusted without asking the source again (deletions evict sooner). */
@@ -199,7 +199,8 @@ export class Authenticator {
       try {
         identity = await this.lookup(hashKey(key), key, address);
       } catch (error) {
-        return { ok: false, reason: 'unavailable', error };
+        if (error instanceof SourceUnavailableError) return { ok: false, reason: 'unavailable', source: error.source, error: error.cause };
+        return { ok: false, reason: 'unavailable', source: 'unknown', error };
       }
       if (identity === null) break;
       if ('reason' in identity) return identity;
@@ -262,13 +263,13 @@ export class Authenticator {
     // An answer describes the source as it was when asked: its age counts from then, so nothing
     // is trusted longer than its source allows, however long the asking took.
     const askedAt = this.clock.now();
-    let lastError: unknown = null;
+    let failed: SourceUnavailableError | null = null;
     for (const source of this.sources) {
       let found: SourceAnswer;
       try {
         found = await source.find(key, hash, background);
       } catch (err) {
-        lastError = err;
+        failed ??= new SourceUnavailableError(source.name, err);
         continue;
       }
       if (found === 'refused') {
@@ -280,7 +281,7 @@ export class Authenticator {
         return found;
       }
     }
-    if (lastError !== null) {
+    if (failed !== null) {
       // Outage: a key seen valid recently keeps working; anything else is unknowable. Its next
       // requests are answered from the cache at once (a lookup would only wait for the same
       // failure), and it is asked for again in the background every RENEW_RETRY_MS.
@@ -292,7 +293,7 @@ export class Authenticator {
         }
         return previous.identity;
       }
-      throw lastError;
+      throw failed;
     }
     this.remember(hash, null, lookup.raced, askedAt);
     return null;
@@ -319,6 +320,20 @@ export class Authenticator {
     if (!identity) return { ttl: this.negativeTtl, renewFrom: this.negativeTtl };
     if (maxAgeMs === undefined || maxAgeMs >= this.positiveTtl) return { ttl: this.positiveTtl, renewFrom: this.refreshAhead };
     return { ttl: maxAgeMs, renewFrom: Math.min(this.refreshAhead, Math.floor((maxAgeMs * 3) / 4)) };
+  }
+}
+
+/**
+ * No answer for a key because a source could not be asked: which one (the first that failed, in
+ * the order sources are asked) tells a relay-database outage from a store outage.
+ */
+class SourceUnavailableError extends Error {
+  override name = 'SourceUnavailableError';
+  constructor(
+    readonly source: string,
+    override readonly cause: unknown,
+  ) {
+    super(`key source ${source} could not be asked: ${cause instanceof Error ? cause.message : String(cause)}`);
   }
 }
 

@@ -21,7 +21,7 @@ async function until(pred: () => Promise<boolean>, timeoutMs: number, what: stri
 }
 
 async function exercise(h: Harness): Promise<void> {
-  const degraded = async () => h.sluice.metrics.degradedDecisions.get().values.reduce((n, v) => n + v.value, 0);
+  const degraded = async () => (await h.sluice.metrics.degradedDecisions.get()).values.reduce((n, v) => n + v.value, 0);
   const { key, id } = await h.createKey(`topo-${Date.now()}`);
   const statuses: number[] = [];
   for (let i = 0; i < 22; i++) {
