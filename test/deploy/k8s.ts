@@ -6,11 +6,11 @@
  * Without kubectl the manifest tests skip locally, but fail loudly when CI is set.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
-import { parseAllDocuments } from 'yaml';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
@@ -106,13 +106,16 @@ export function parseManifests(text: string, where: string): K8sObject[] {
   return out;
 }
 
-/** Directories under deploy/ holding a kustomization file. */
-export function findKustomizations(dir = join(ROOT, 'deploy')): string[] {
+/** Directories under deploy/ holding a kustomization file, by its kind (Kustomization or Component). */
+export function findKustomizations(kind: 'Kustomization' | 'Component' = 'Kustomization', dir = join(ROOT, 'deploy')): string[] {
   const found: string[] = [];
   for (const entry of readdirSync(dir)) {
     const p = join(dir, entry);
-    if (statSync(p).isDirectory()) found.push(...findKustomizations(p));
-    else if (/^kustomization\.ya?ml$|^Kustomization$/.test(entry)) found.push(relative(ROOT, dir).split('\\').join('/'));
+    if (statSync(p).isDirectory()) found.push(...findKustomizations(kind, p));
+    else if (/^kustomization\.ya?ml$|^Kustomization$/.test(entry)) {
+      const doc = (parseYaml(readFileSync(p, 'utf8')) ?? {}) as { kind?: string };
+      if ((doc.kind ?? 'Kustomization') === kind) found.push(relative(ROOT, dir).split('\\').join('/'));
+    }
   }
   return found.sort();
 }
