@@ -52,8 +52,6 @@ export interface MetricsOptions {
   ipRules?: readonly string[];
 }
 
-type Op = string;
-
 export class Metrics {
   readonly registry = new Registry();
 
@@ -182,26 +180,11 @@ export class Metrics {
   private readonly requestChildren = new Map<RouteFamily, Map<Outcome, Counter.Internal>>();
   private readonly decisionChildren = new Map<RouteFamily, Histogram.Internal<'family'>>();
   private readonly relayChildren = new Map<RouteFamily, Histogram.Internal<'family'>>();
-  private readonly storeChildren = new Map<Op, Histogram.Internal<'op'>>();
+  private readonly storeChildren = new Map<string, Histogram.Internal<'op'>>();
 
   constructor(opts: MetricsOptions = {}) {
-    const metrics = this;
-    new Gauge({
-      name: 'sluice_inflight_requests',
-      help: 'Requests currently being handled',
-      registers: [this.registry],
-      collect() {
-        this.set(metrics.inflight);
-      },
-    });
-    new Gauge({
-      name: 'sluice_open_connections',
-      help: 'Client connections open on the public listener',
-      registers: [this.registry],
-      collect() {
-        this.set(metrics.connections);
-      },
-    });
+    this.readGauge('sluice_inflight_requests', 'Requests currently being handled', () => this.inflight);
+    this.readGauge('sluice_open_connections', 'Client connections open on the public listener', () => this.connections);
     this.relaySeconds = new Histogram({
       name: 'sluice_relay_seconds',
       help: 'Time from forwarding to the relay response headers (the largest finite bucket is upstream.headersTimeoutSeconds at start-up)',
@@ -303,7 +286,7 @@ export class Metrics {
   }
 
   /** Times a store call and counts its failure. */
-  async timeStore<T>(op: Op, fn: () => Promise<T>): Promise<T> {
+  async timeStore<T>(op: string, fn: () => Promise<T>): Promise<T> {
     const start = performance.now();
     try {
       const r = await fn();
@@ -316,7 +299,7 @@ export class Metrics {
   }
 
   /** Records one settled store call that began at `start` (performance.now()). */
-  observeStore(op: Op, start: number, failed: boolean): void {
+  observeStore(op: string, start: number, failed: boolean): void {
     let child = this.storeChildren.get(op);
     if (child === undefined) this.storeChildren.set(op, (child = this.storeSeconds.labels({ op })));
     child.observe((performance.now() - start) / 1000);
