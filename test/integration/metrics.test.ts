@@ -30,7 +30,8 @@ function expectedZeros(ipRules: readonly string[]): Array<[string, Record<string
   for (const reason of ['address_budget', 'lookup_ceiling']) zeros.push(['sluice_key_lookups_refused_total', { reason }]);
   for (const result of ['success', 'failure']) zeros.push(['sluice_config_reloads_total', { result }]);
   for (const op of ['consume', 'find_key']) zeros.push(['sluice_store_errors_total', { op }], ['sluice_store_seconds_count', { op }]);
-  for (const op of ['lookup', 'schema']) zeros.push(['sluice_relay_db_errors_total', { op }], ['sluice_relay_db_seconds_count', { op }]);
+  // The relay's tables are read at start-up (op schema), with or without a request.
+  zeros.push(['sluice_relay_db_errors_total', { op: 'lookup' }], ['sluice_relay_db_errors_total', { op: 'schema' }], ['sluice_relay_db_seconds_count', { op: 'lookup' }]);
   for (const name of [
     'sluice_free_tier_admissions_total',
     'sluice_dropped_connections_total',
@@ -81,6 +82,7 @@ describe('a fresh sluice exports its series at 0', () => {
   it('every family and outcome, limit, reason, result and operation, before any request', async () => {
     const text = await metricsText(h);
     expect(notZero(text, expectedZeros(['usage-query', 'api-and-dashboard']))).toEqual([]);
+    expect(metricValue(text, 'sluice_relay_db_seconds_count', { op: 'schema' })).toBeGreaterThanOrEqual(0);
   });
 
   it('the relay latency buckets reach upstream.headersTimeoutSeconds', async () => {
