@@ -91,22 +91,27 @@ export function createStore(config: Config, log: Logger): Store {
   return new MemoryStore();
 }
 
-
 export function createSluice(opts: SluiceOptions): Sluice {
   let config = opts.config;
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);
-  const metrics = new Metrics({ processMetrics: opts.processMetrics });
+  const store = opts.store ?? createStore(config, log);
+  const metrics = new Metrics({
+    processMetrics: opts.processMetrics,
+    relayTimeoutSeconds: config.upstream.headersTimeoutSeconds,
+    storeRoundTrips: store.kind === 'redis',
+    relayDb: config.relayDb.dsn !== null,
+    ipRules: config.ipLimits.map((r) => r.name),
+  });
   const build = buildInfo();
   metrics.buildInfo(build);
   const gc = exposedGc();
   const idleGc = opts.idleGc ?? (gc && { collect: gc });
   const stopIdleCollection = idleGc
-    ? startIdleCollection({ served: () => metrics.served, inflight: () => metrics.inflight.value, ...idleGc }, () => clock.now(), () =>
+    ? startIdleCollection({ served: () => metrics.served, inflight: () => metrics.inflight, ...idleGc }, () => clock.now(), () =>
         log.debug({ heapUsedMB: Math.round(process.memoryUsage().heapUsed / 1048576) }, 'idle after traffic: garbage collected'),
       )
     : undefined;
-  const store = opts.store ?? createStore(config, log);
   const storeHealth = new StoreHealth(store, () => clock.now(), log);
   const outage = new OutageLedger(store, metrics, log, () => clock.now());
   const limits = new GuardedLimits(store, metrics, () => config.limits.onStoreError, outage);
@@ -129,7 +134,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
   // The embedded store makes no round trip: only Redis lookups are timed (sluice_store_seconds).
   const timed = store.kind === 'redis' ? <T>(fn: () => Promise<T>): Promise<T> => metrics.timeStore('find_key', fn) : undefined;
   const relayKeys = relayKeySourceFor(config.relayDb, clock, log, (op, seconds, failed) => {
-    metrics.relayDbSeconds.cell({ op }).observe(seconds);
+    metrics.relayDbSeconds.observe({ op }, seconds);
     if (failed) metrics.relayDbErrors.inc({ op });
   });
   if (relayKeys) metrics.relayDbUp(() => (relayKeys.health().state === 'ok' ? 1 : 0));
@@ -154,7 +159,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
     headersTimeoutSeconds: config.upstream.headersTimeoutSeconds,
     onOutOfSockets: () => {
       outOfSocketsAt = performance.now();
-      metrics.outOfSockets.inc({});
+      metrics.outOfSockets.inc();
     },
   });
   const keys = new KeyService(store, clock, (hash) => authenticator.onChange({ type: 'deleted', hash }));
@@ -190,11 +195,11 @@ export function createSluice(opts: SluiceOptions): Sluice {
   // Over the cap Node closes a new connection as it arrives, before reading anything: no answer, no
   // descriptor held. Clients (and load balancers) see a connection error and retry, elsewhere if they can.
   publicServer.maxConnections = cap.cap;
-  metrics.maxConnections.value = cap.cap;
-  publicServer.on('drop', () => metrics.droppedConnections.inc({}));
-  const onSocketClose = (): void => metrics.connections.dec();
+  metrics.maxConnections.set(cap.cap);
+  publicServer.on('drop', () => metrics.droppedConnections.inc());
+  const onSocketClose = (): void => void metrics.connections--;
   publicServer.on('connection', (socket: Socket) => {
-    metrics.connections.inc();
+    metrics.connections++;
     socket.once('close', onSocketClose);
   });
   // `Expect: 100-continue`: the client is invited to send its body only once sluice would read it.
@@ -204,7 +209,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
     const inFlight = (socket as Duplex & { _httpMessage?: http.ServerResponse | null })._httpMessage ?? null;
     let status: string;
     if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-      metrics.requestTimeouts.inc({});
+      metrics.requestTimeouts.inc();
       // A request the gateway is reading gets the relay's JSON shape and its access line.
       if (inFlight !== null && gateway.requestTimedOut(inFlight, config.server.requestTimeoutSeconds)) return;
       status = '408 Request Timeout';
@@ -258,7 +263,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
    * left to reach the relay with. Null when neither.
    */
   function saturation(): string | null {
-    if (metrics.connections.value >= publicServer.maxConnections) return 'at the connection cap';
+    if (metrics.connections >= publicServer.maxConnections) return 'at the connection cap';
     if (performance.now() - outOfSocketsAt < OUT_OF_SOCKETS_UNREADY_MS) return 'out of sockets toward the relay';
     return null;
   }
@@ -275,15 +280,17 @@ export function createSluice(opts: SluiceOptions): Sluice {
           const nextCap = connectionCap(merged.server.maxConnections, nofile, MAX_CONNECTIONS_CAP);
           if (nextCap.warning && nextCap.cap !== publicServer.maxConnections) log.warn({ maxConnections: nextCap.cap, openFileLimit: nofile }, nextCap.warning);
           // Connections already open over a lowered cap stay; new ones wait for room.
-          publicServer.maxConnections = metrics.maxConnections.value = nextCap.cap;
+          publicServer.maxConnections = nextCap.cap;
+          metrics.maxConnections.set(nextCap.cap);
+          metrics.limits(merged.ipLimits.map((r) => r.name));
           budget.limit = merged.bodyBudgetBytes;
           forwarder.setHeadersTimeout(merged.upstream.headersTimeoutSeconds);
           log.level = merged.logLevel;
-          metrics.configReloads.inc({ result: 'success' });
+          metrics.configReloaded(true);
           log.info({ config: publicConfig(merged) }, 'config reloaded');
         },
         onError: (err) => {
-          metrics.configReloads.inc({ result: 'failure' });
+          metrics.configReloaded(false);
           log.error({ err: err.message }, 'config reload rejected; keeping the running config');
         },
       })
@@ -319,7 +326,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
     clearInterval(idleSweep);
     let forced = 0;
     if (!done) {
-      forced = metrics.inflight.value;
+      forced = metrics.inflight;
       log.warn({ forced, drainSeconds: config.drainSeconds }, 'drain deadline passed; cutting what is still open (outcome drain_deadline)');
       cutting = true;
       publicServer.closeAllConnections();

@@ -19,6 +19,7 @@ import { BodyBudgetExceededError, Errors, sendError, StoreUnavailableError, type
 import { connectionNamesJudgedField, prepareRequestHeaders } from './forward/headers.js';
 import { OWN_STATUS, type ForwardResult, type Forwarder } from './forward/proxy.js';
 import type { Metrics } from './metrics/index.js';
+import { RELAY_DB_SOURCE } from './auth/relay-db/source.js';
 import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.js';
 import type { Outcome } from './answers/outcome.js';
 import type { Policy } from './limits/policy.js';
@@ -201,7 +202,7 @@ export function createGateway(d: GatewayDeps): Gateway {
    * EPIPE or ECONNRESET instead of the answer. There the answer waits until the rest has been read.
    */
   function rejectBusy(res: ServerResponse, t: Trace, req: IncomingMessage): void {
-    metrics.bodyBudgetRefusals.inc({});
+    metrics.bodyBudgetRefusals.inc();
     const dropsRest = !t.expectsContinue && !req.complete && !req.destroyed;
     const answer = (): void => {
       // The request timeout may have answered (408) while the rest was arriving.
@@ -287,8 +288,10 @@ export function createGateway(d: GatewayDeps): Gateway {
     if (!auth.ok) {
       if (auth.reason === 'unavailable') {
         t.reason = 'lookup_failed';
-        log.warn({ reqId: t.id, err: String(auth.error) }, 'key store unreachable and the key was not seen recently: cannot judge it');
-        return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': '1' } });
+        // The client gets the same 503 either way; operators see which outage it was.
+        const outcome = auth.source === RELAY_DB_SOURCE ? 'relay_db_unavailable' : 'store_unavailable';
+        log.warn({ reqId: t.id, source: auth.source, err: String(auth.error) }, 'key source unreachable and the key was not seen recently: cannot judge it');
+        return reject(res, t, outcome, Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': '1' } });
       }
       // A key the replica does not know, refused without a lookup (src/auth/lookup-guard.ts): the
       // client address spent its failures (401), or the replica is at its ceiling (503: the key
@@ -381,6 +384,7 @@ export function createGateway(d: GatewayDeps): Gateway {
               });
         }
       }
+      metrics.freeTierAdmissions.inc();
     }
 
     // 6. Forward. A key from the relay's database is the relay's own token: it reaches the relay as
@@ -433,7 +437,7 @@ export function createGateway(d: GatewayDeps): Gateway {
   // One listener function for every response (not a closure per request); it finds its trace on the response.
   function onResponseClose(this: ServerResponse & Traced): void {
     const t = this[TRACE]!;
-    metrics.inflight.dec();
+    metrics.inflight--;
     if (t.lease !== null) t.lease.release();
     // A client that left before any answer still gets its line.
     if (!t.logged && t.decision === undefined && !this.writableFinished) {
@@ -453,7 +457,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       expectsContinue,
       lease: null,
     };
-    metrics.inflight.inc();
+    metrics.inflight++;
     (res as ServerResponse & Traced)[TRACE] = t;
     res.on('close', onResponseClose);
     if (d.draining()) res.setHeader('connection', 'close');

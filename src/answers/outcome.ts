@@ -20,7 +20,10 @@ export const OUTCOMES = [
   /** The bodies in flight could not hold this one (bodyBudgetBytes). */
   'busy',
   'request_timeout',
+  /** The key store (Redis) could not be asked and the key was not seen recently, or a limit needed it (limits.onStoreError: closed); or unknown keys at their lookup ceiling. 503. */
   'store_unavailable',
+  /** The relay's database could not be asked and the key was not seen recently. The same 503 as store_unavailable. */
+  'relay_db_unavailable',
   /** The relay could not be reached (502). */
   'upstream_error',
   /** The relay's response headers did not come within upstream.headersTimeoutSeconds (504). */

@@ -113,6 +113,20 @@ describe('Authenticator', () => {
     expect(await late).toMatchObject({ ok: false, reason: 'unavailable' });
   });
 
+  it('names the source that could not be asked, so that a relay-database outage is told from a store outage', async () => {
+    const source = (name: string, answer: 'down' | 'unknown'): KeySource => ({
+      name,
+      find: () => (answer === 'down' ? Promise.reject(new Error(`${name} is down`)) : Promise.resolve('unknown')),
+    });
+    const judge = (sources: KeySource[]) => new Authenticator(sources, new ManualClock()).authenticate([KEY]);
+    expect(await judge([source('relay-db', 'down'), source('sluice', 'unknown')])).toMatchObject({ reason: 'unavailable', source: 'relay-db' });
+    expect(await judge([source('relay-db', 'unknown'), source('sluice', 'down')])).toMatchObject({ reason: 'unavailable', source: 'sluice' });
+    // Both down: the first asked, the one whose answer would have counted first.
+    const both = await judge([source('relay-db', 'down'), source('sluice', 'down')]);
+    expect(both).toMatchObject({ reason: 'unavailable', source: 'relay-db' });
+    expect(String((both as { error: unknown }).error)).toContain('relay-db is down');
+  });
+
   describe('renewing a key in use before it expires', () => {
     const warm = async (opts: AuthenticatorOptions = {}) => {
       const clock = new ManualClock();

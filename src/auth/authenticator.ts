@@ -79,8 +79,8 @@ export type AuthResult =
   | { ok: false; reason: UnauthorizedReason; keyId?: string; user?: string }
   /** The replica's ceiling on lookups of unknown keys is reached: the key's validity is unknown. */
   | { ok: false; reason: 'lookup_ceiling'; retryAfterSeconds: number }
-  /** No source could answer: the key's validity is unknown. */
-  | { ok: false; reason: 'unavailable'; error: unknown };
+  /** No source could answer: the key's validity is unknown. `source` names the first that failed (KeySource.name). */
+  | { ok: false; reason: 'unavailable'; source: string; error: unknown };
 
 export interface AuthenticatorOptions {
   /** How long a found key is trusted without asking the source again (deletions evict sooner). */
@@ -233,7 +233,8 @@ export class Authenticator {
       try {
         answer = await this.lookup(hashKey(key), key, address);
       } catch (error) {
-        return { ok: false, reason: 'unavailable', error };
+        if (error instanceof SourceUnavailableError) return { ok: false, reason: 'unavailable', source: error.source, error: error.cause };
+        return { ok: false, reason: 'unavailable', source: 'unknown', error };
       }
       if ('ok' in answer) return answer;
       if (refused(answer)) return judge(presented, identities, answer);
@@ -321,7 +322,7 @@ export class Authenticator {
     // An answer describes the source as it was when asked: its age counts from then, so nothing
     // is trusted longer than its source allows, however long the asking took.
     const askedAt = this.clock.now();
-    let lastError: unknown = null;
+    let failed: SourceUnavailableError | null = null;
     /** A source holds the key as deleted: the answer if no later source knows it. */
     let deleted: KeyRefusal | null = null;
     for (const source of this.sources) {
@@ -329,7 +330,7 @@ export class Authenticator {
       try {
         found = await source.find(key, hash, background);
       } catch (err) {
-        lastError = err;
+        failed ??= new SourceUnavailableError(source.name, err);
         continue;
       }
       if (refused(found)) {
@@ -346,7 +347,7 @@ export class Authenticator {
         return identity;
       }
     }
-    if (lastError !== null) {
+    if (failed !== null) {
       // Outage: a key seen valid recently keeps working; anything else is unknowable. Its next
       // requests are answered from the cache at once (a lookup would only wait for the same
       // failure), and it is asked for again in the background every RENEW_RETRY_MS.
@@ -358,7 +359,7 @@ export class Authenticator {
         }
         return previous.identity;
       }
-      throw lastError;
+      throw failed;
     }
     const refusal = deleted ?? UNKNOWN_KEY;
     this.remember(hash, refusal, lookup.raced, askedAt);
@@ -391,6 +392,20 @@ export class Authenticator {
     if (!identity) return { ttl: this.negativeTtl, renewFrom: this.negativeTtl };
     if (maxAgeMs === undefined || maxAgeMs >= this.positiveTtl) return { ttl: this.positiveTtl, renewFrom: this.refreshAhead };
     return { ttl: maxAgeMs, renewFrom: Math.min(this.refreshAhead, Math.floor((maxAgeMs * 3) / 4)) };
+  }
+}
+
+/**
+ * No answer for a key because a source could not be asked: which one (the first that failed, in
+ * the order sources are asked) tells a relay-database outage from a store outage.
+ */
+class SourceUnavailableError extends Error {
+  override name = 'SourceUnavailableError';
+  constructor(
+    readonly source: string,
+    override readonly cause: unknown,
+  ) {
+    super(`key source ${source} could not be asked: ${cause instanceof Error ? cause.message : String(cause)}`);
   }
 }
 

@@ -28,8 +28,8 @@ describe('GuardedLimits', () => {
       const verdicts = [];
       for (let i = 0; i < 3; i++) verdicts.push((await g.consume(checks, 1000, `m${i}`, 'free_tier')).admitted);
       expect(verdicts).toEqual([true, true, false]); // the local window still holds the limit
-      expect(metrics.degradedDecisions.get().values).toEqual([{ value: 3, labels: { limit: 'free_tier' } }]);
-      expect(metrics.storeErrors.get().values).toEqual([{ value: 3, labels: { op: 'consume' } }]);
+      expect((await metrics.degradedDecisions.get()).values).toEqual([{ value: 3, labels: { limit: 'free_tier' } }]);
+      expect((await metrics.storeErrors.get()).values).toEqual([{ value: 3, labels: { op: 'consume' } }]);
     });
 
     it(`when the store fails (${how}), forgets what it counted of a subject once told its limits were reset, and only that subject's`, async () => {

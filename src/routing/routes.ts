@@ -28,20 +28,9 @@
  * counting a call to a free model there costs less than missing a route a newer relay adds.
  */
 
-/** Route families: a bounded label set derived from the path. */
-export type RouteFamily =
-  | 'chat'
-  | 'responses'
-  | 'messages'
-  | 'gemini'
-  | 'models'
-  | 'usage_query'
-  | 'api'
-  | 'dashboard'
-  | 'v1_other'
-  | 'playground'
-  | 'tasks'
-  | 'other';
+/** Route families: a bounded label set derived from the path (every one is exported from start, src/metrics). */
+export const ROUTE_FAMILIES = ['chat', 'responses', 'messages', 'gemini', 'models', 'usage_query', 'api', 'dashboard', 'v1_other', 'playground', 'tasks', 'other'] as const;
+export type RouteFamily = (typeof ROUTE_FAMILIES)[number];
 
 /**
  * How the relay's distributor reads the model of one route and method:

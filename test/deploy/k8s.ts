@@ -42,7 +42,7 @@ export const KUSTOMIZATIONS = [
 ] as const;
 
 /** The opt-in Components under deploy/ (kind: Component): built only inside an overlay that adds them. */
-export const COMPONENTS = ['deploy/components/relay-db-readonly', 'deploy/components/sentinel'] as const;
+export const COMPONENTS = ['deploy/components/prometheus-rule', 'deploy/components/relay-db-readonly', 'deploy/components/sentinel'] as const;
 
 /**
  * Overlays the reader writes by following docs/kubernetes.md: its blocks marked

@@ -19,7 +19,7 @@ async function until(pred: () => Promise<boolean>, timeoutMs: number, what: stri
 }
 
 async function exercise(h: Harness): Promise<void> {
-  const degraded = async () => h.sluice.metrics.degradedDecisions.get().values.reduce((n, v) => n + v.value, 0);
+  const degraded = async () => (await h.sluice.metrics.degradedDecisions.get()).values.reduce((n, v) => n + v.value, 0);
   const user = `topo-${Date.now()}`;
   const { key, id } = await h.createKey(user);
   const free = () => request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash-free"}' });

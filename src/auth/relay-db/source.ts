@@ -92,8 +92,11 @@ export function relayKeySourceFor(r: RelayDbConfig, clock: Clock, log: Logger, o
 
 export const RELAY_DB_DEFAULTS = Object.freeze({ batchSize: 500, maxQueued: 5000, renewWindowMs: 1000, retryMs: 5000 });
 
+/** This source's name (KeySource.name): an outage of it is told apart from the store's (outcome relay_db_unavailable). */
+export const RELAY_DB_SOURCE = 'relay-db';
+
 export class RelayKeySource implements KeySource {
-  readonly name = 'relay-db';
+  readonly name = RELAY_DB_SOURCE;
   readonly maxAgeMs: number;
   readonly staleMs: number;
   private driver: RelayDbDriver | null;
