@@ -19,6 +19,7 @@ import {
   type UpstreamAgentOptions,
 } from './engine.js';
 import type { BodyLease } from '../http/body-budget.js';
+import { TurnBatch } from '../runtime/turn-batch.js';
 import { Errors, sendError } from '../answers/errors.js';
 import type { Outcome } from '../answers/outcome.js';
 import { filterResponseHeaders } from './headers.js';
@@ -399,22 +400,19 @@ export class Forwarder {
     res.on('close', onClientClose);
     if (this.ctx.headersTimeoutMs > 0) this.ctx.wait(state);
     state.source = job.body === null ? NO_BODY : new BodySource(job.body, job.lease ?? null);
-    if (this.turn.push(state) === 1) setImmediate(this.release);
+    this.turn.add(state);
   }
 
   /**
    * Hands every exchange forwarded during this event-loop turn to the engine together, at the
-   * turn's end (the check phase, once the poll phase has read every socket that was ready).
+   * turn's end (src/runtime/turn-batch.ts).
    * Sent one by one as each body is read, the requests would reach the relay spread over the
    * turn, and the relay would wake once for each; sent back to back, it reads them in one wake-up
    * and its answers come back together too, so both processes handle a turn's worth of requests
    * per wake-up. A store round trip gives the free path this batching anyway; this gives it to
    * every request, for the cost of waiting out the rest of the current turn.
    */
-  private turn: JobState[] = [];
-  private readonly release = (): void => {
-    const turn = this.turn;
-    this.turn = [];
+  private readonly turn = new TurnBatch<JobState>((turn) => {
     for (const state of turn) {
       const source = state.source!;
       state.source = null;
@@ -422,7 +420,7 @@ export class Forwarder {
       if (state.finished || state.res.destroyed) source.discard();
       else this.proxy.web(state.req, state.res, { target: this.target, buffer: source });
     }
-  };
+  });
 
   /** Sets the bound on the wait for the relay's response headers (0: none); a reload may change it. */
   setHeadersTimeout(seconds: number): void {
