@@ -9,12 +9,13 @@ import { Redis } from 'ioredis';
 import { TurnBatch } from '../../runtime/turn-batch.js';
 import { limitKey } from '../limit-key.js';
 import { NotSentError, type Decision, type LimitCheck, type LimitState } from '../types.js';
-import type { RedisConnection, ScriptCommands, ScriptResult } from './connection.js';
+import type { RedisConnection } from './connection.js';
+import type { ScriptCommands, ScriptResult } from './scripts.js';
 
 /** What Lua's `%s` matches: a member holding any of it would break its run's decisions apart. */
 const WHITE_SPACE = /[ \t\n\v\f\r]/;
 
-/** Whether a member can travel in a script run's packed argument (scripts.ts): non-empty, no white space. */
+/** Whether a member can travel in a script run's packed argument (lua/consume.lua): non-empty, no white space. */
 export const validMember = (member: string): boolean => member !== '' && !WHITE_SPACE.test(member);
 
 /** Decisions per script run at most: a run blocks Redis while it lasts. */
@@ -52,7 +53,7 @@ export class RedisDecisions {
   }
 
   consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision> {
-    // Members travel space-separated (scripts.ts), and Lua splits on any white space; sluice's own hold none.
+    // Members travel space-separated (lua/consume.lua), and Lua splits on any white space; sluice's own hold none.
     if (!validMember(member)) return Promise.reject(new Error('limit decision: a member must be non-empty and hold no white space'));
     return new Promise<Decision>((resolve, reject) => this.turn.add({ checks, nowMs, member, resolve, reject }));
   }
