@@ -8,7 +8,7 @@
  */
 import type http from 'node:http';
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
 import {
   createProxyEngine,
   createUpstreamAgent,
@@ -141,8 +141,9 @@ class JobState {
   prev: JobState | null = null;
   next: JobState | null = null;
 
-  /** The body to send, until the exchange is released to the engine. */
-  source: BodySource | null = null;
+  /** The body to send and what it holds of the budget, until the exchange is released to the engine. */
+  body: Buffer | null = null;
+  lease: BodyLease | null = null;
 
   constructor(
     readonly req: IncomingMessage,
@@ -170,38 +171,18 @@ interface Carrier {
 type WithJob = IncomingMessage & Carrier;
 
 /**
- * The already-read body, handed to the engine as its `buffer` option. The engines only call
- * `pipe(proxyReq)` on it; ending the request with the bytes directly sends headers and body in
- * one write, without a Readable and its ticks per request.
+ * The already-read body as the stream http-proxy sends (its `buffer` option); the gateway has set
+ * `content-length` to its length and removed `transfer-encoding`. Pushed in before it is read,
+ * not `Readable.from([body])`: that keeps the array, and with it the body, for as long as the
+ * stream lives, and http-proxy holds its options (this stream) until the exchange ends, minutes
+ * for an event stream. Read, this one holds nothing.
  */
-class BodySource {
-  constructor(
-    private body: Buffer | null,
-    private lease: BodyLease | null = null,
-  ) {}
-  pipe<T extends NodeJS.WritableStream>(dest: T): T {
-    const body = this.body;
-    const lease = this.lease;
-    // The engine keeps its options (this object) for the whole exchange, a stream for minutes:
-    // drop the reference so a large prompt is freed once written, not when the stream ends.
-    this.body = null;
-    this.lease = null;
-    if (body === null) dest.end();
-    else if (lease === null) dest.end(body);
-    // The body's share of the budget goes back once it is in the relay socket's hands (the
-    // request's 'finish'), not when the answer ends: a stream may run for minutes after.
-    else dest.end(body, () => lease.release());
-    return dest;
-  }
-
-  /** The body will not be sent: its share of the budget goes back now. */
-  discard(): void {
-    this.lease?.release();
-    this.body = null;
-    this.lease = null;
-  }
+function bodyStream(body: Buffer | null): Readable {
+  const stream = new Readable({ read() {} });
+  if (body !== null) stream.push(body);
+  stream.push(null);
+  return stream;
 }
-const NO_BODY = new BodySource(null);
 
 // A client that leaves stops the relay's work: http-proxy 1.18.1 would let it run on.
 function onClientClose(this: ServerResponse & Carrier): void {
@@ -268,6 +249,11 @@ function onProxyReq(proxyReq: ClientRequest, req: IncomingMessage): void {
   state.proxyReq = proxyReq;
   (proxyReq as ClientRequest & Carrier)[JOB] = state;
   proxyReq.on('upgrade', onRelayUpgrade);
+  // The body's share of the budget goes back once it is in the relay socket's hands (the
+  // request's 'finish'), not when the answer ends: a stream may run for minutes after.
+  const lease = state.lease;
+  state.lease = null;
+  if (lease !== null) proxyReq.once('finish', () => lease.release());
   // The client left while the relay connection was still being made: do not send the request at all.
   if (state.res.destroyed && !state.res.writableFinished) proxyReq.destroy();
 }
@@ -399,7 +385,8 @@ export class Forwarder {
     (res as ServerResponse & Carrier)[JOB] = state;
     res.on('close', onClientClose);
     if (this.ctx.headersTimeoutMs > 0) this.ctx.wait(state);
-    state.source = job.body === null ? NO_BODY : new BodySource(job.body, job.lease ?? null);
+    state.body = job.body;
+    state.lease = job.lease ?? null;
     this.turn.add(state);
   }
 
@@ -414,11 +401,15 @@ export class Forwarder {
    */
   private readonly turn = new TurnBatch<JobState>((turn) => {
     for (const state of turn) {
-      const source = state.source!;
-      state.source = null;
+      const body = state.body;
+      state.body = null;
       // The client left before the turn ended: nothing goes to the relay (its 'close' finishes the exchange).
-      if (state.finished || state.res.destroyed) source.discard();
-      else this.proxy.web(state.req, state.res, { target: this.target, buffer: source });
+      if (state.finished || state.res.destroyed) {
+        state.lease?.release();
+        state.lease = null;
+      } else {
+        this.proxy.web(state.req, state.res, { target: this.target, buffer: bodyStream(body) });
+      }
     }
   });
 
