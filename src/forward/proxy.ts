@@ -1,7 +1,6 @@
 /**
- * The forwarding engine: http-proxy behind one module so it stays swappable.
- * It owns the http-proxy defects a sidecar must handle:
- * keep-alive agent, re-sent bodies, error listener, aborts in both directions,
+ * Forwarding to the relay with http-proxy. This module owns the http-proxy defects a sidecar must
+ * handle (field notes): keep-alive agent (agent.ts), re-sent bodies, error listener, aborts in both directions,
  * hop-by-hop stripping, and SSE passing through unbuffered and uncompressed. It also bounds the
  * wait for the relay's response headers (`upstream.headersTimeoutSeconds`, 504) and tells a
  * process out of descriptors (503 out_of_sockets) from a relay that cannot be reached (502).
@@ -9,15 +8,9 @@
 import type http from 'node:http';
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { Readable, type Duplex } from 'node:stream';
-import {
-  createProxyEngine,
-  createUpstreamAgent,
-  defaultForwardEngine,
-  engineTarget,
-  type ForwardEngineName,
-  type ProxyEngine,
-  type UpstreamAgentOptions,
-} from './engine.js';
+import type { Url } from 'node:url';
+import httpProxy from 'http-proxy';
+import { createUpstreamAgent, type UpstreamAgentOptions } from './agent.js';
 import type { BodyLease } from '../http/body-budget.js';
 import { TurnBatch } from '../runtime/turn-batch.js';
 import { Errors, sendError } from '../answers/errors.js';
@@ -63,8 +56,6 @@ export interface ForwardJob {
 
 export interface ForwarderOptions extends UpstreamAgentOptions {
   upstream: URL;
-  /** The proxy library (default: the one the benchmarks chose, see engine.ts). */
-  engine?: ForwardEngineName;
   /** Counts event streams (text/event-stream answers) while they are open. */
   openStreams?: { inc(): void; dec(): void };
   /** Bound on the wait for the relay's response headers, in seconds (0 or absent: none). */
@@ -141,7 +132,7 @@ class JobState {
   prev: JobState | null = null;
   next: JobState | null = null;
 
-  /** The body to send and what it holds of the budget, until the exchange is released to the engine. */
+  /** The body to send and what it holds of the budget, until the exchange is handed to http-proxy. */
   body: Buffer | null = null;
   lease: BodyLease | null = null;
 
@@ -322,9 +313,10 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
   res.on('finish', onClientFinish);
 }
 
-function onProxyError(err: Error, req: IncomingMessage, res: ServerResponse): void {
+function onProxyError(err: Error, req: IncomingMessage): void {
   const state = (req as WithJob)[JOB];
   if (!state || state.finished) return;
+  const res = state.res;
   if (res.headersSent) {
     res.destroy();
     state.finish('upstream_aborted', state.status, state.upstreamMs, err);
@@ -348,14 +340,27 @@ function onProxyError(err: Error, req: IncomingMessage, res: ServerResponse): vo
   state.finish('upstream_error', null, null, err);
 }
 
+/**
+ * The relay as http-proxy's target: http-proxy joins `path` (the relay's base path, if any) with
+ * the request's path, collapsing repeated slashes.
+ */
+function targetOf(upstream: URL): Partial<Url> {
+  const secure = upstream.protocol === 'https:';
+  return {
+    protocol: upstream.protocol,
+    host: upstream.hostname,
+    port: upstream.port || (secure ? '443' : '80'),
+    path: upstream.pathname === '/' ? '' : upstream.pathname.replace(/\/$/, ''),
+  };
+}
+
 /** How often exchanges waiting for the relay's headers are checked against their bound. */
 const SWEEP_MS = 1000;
 
 export class Forwarder {
-  private readonly proxy: ProxyEngine;
+  private readonly proxy: httpProxy;
   readonly agent: http.Agent;
-  readonly engine: ForwardEngineName;
-  private readonly target: Record<string, string>;
+  private readonly target: Partial<Url>;
   private readonly ctx: ForwarderContext;
   /** One interval for every exchange's headers bound, not a timer per request. */
   private sweeper: NodeJS.Timeout | null = null;
@@ -364,9 +369,8 @@ export class Forwarder {
     this.ctx = new ForwarderContext(opts.openStreams, opts.onOutOfSockets);
     this.setHeadersTimeout(opts.headersTimeoutSeconds ?? 0);
     this.agent = createUpstreamAgent(opts.upstream, opts);
-    this.target = engineTarget(opts.upstream);
-    this.engine = opts.engine ?? defaultForwardEngine();
-    this.proxy = createProxyEngine(this.engine, {
+    this.target = targetOf(opts.upstream);
+    this.proxy = httpProxy.createProxyServer({
       agent: this.agent,
       selfHandleResponse: true,
       xfwd: false,
@@ -391,7 +395,7 @@ export class Forwarder {
   }
 
   /**
-   * Hands every exchange forwarded during this event-loop turn to the engine together, at the
+   * Hands every exchange forwarded during this event-loop turn to http-proxy together, at the
    * turn's end (src/runtime/turn-batch.ts).
    * Sent one by one as each body is read, the requests would reach the relay spread over the
    * turn, and the relay would wake once for each; sent back to back, it reads them in one wake-up

@@ -1,7 +1,8 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { useServers } from '../../test/support/servers.js';
-import { createProxyEngine, createUpstreamAgent, engineTarget } from './engine.js';
+import httpProxy from 'http-proxy';
+import { createUpstreamAgent } from './agent.js';
 
 const { listen, onClose } = useServers();
 
@@ -18,8 +19,8 @@ describe('the upstream agent', () => {
       opened.push({ ...o });
       return net.createConnection(o, cb);
     };
-    const proxy = createProxyEngine('http-proxy', { agent, changeOrigin: true, xfwd: false, ws: false });
-    const port = await listen((req, res) => proxy.web(req, res, { target: engineTarget(upstream) }));
+    const proxy = httpProxy.createProxyServer({ agent, changeOrigin: true, xfwd: false, ws: false });
+    const port = await listen((req, res) => proxy.web(req, res, { target: upstream.origin }));
 
     const answers: string[] = [];
     for (const key of ['sk-first-key-value', 'sk-second-key-value']) {
