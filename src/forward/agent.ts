@@ -28,32 +28,5 @@ export function createUpstreamAgent(upstream: URL, opts: UpstreamAgentOptions = 
     scheduling: 'lifo',
     noDelay: true,
   };
-  return connectionOptionsOnly(upstream.protocol === 'https:' ? new https.Agent(agentOpts) : new http.Agent(agentOpts));
-}
-
-/** Node's Agent method that opens a socket (not in @types/node). */
-interface SocketOpener {
-  createSocket(req: http.ClientRequest, options: Record<string, unknown>, cb: (...args: unknown[]) => void): void;
-}
-
-/** Request fields that say nothing about the connection. */
-const NOT_CONNECTION = new Set(['headers', 'method', 'agent', 'auth']);
-
-/**
- * Node's Agent keeps the options it opened a socket with for that socket's whole life (its
- * listeners close over them). Under http-proxy those are a 20-field dictionary, most fields
- * undefined TLS settings, and the first request's headers, its Authorization included: kept per
- * relay connection, and there is one connection per open stream. Only the fields that name and open
- * the connection are passed on. The Agent adds its own options after these, as before.
- */
-function connectionOptionsOnly<A extends http.Agent>(agent: A): A {
-  const opener = agent as A & SocketOpener;
-  const createSocket = opener.createSocket;
-  if (typeof createSocket !== 'function') return agent;
-  opener.createSocket = function (req, options, cb) {
-    const kept: Record<string, unknown> = {};
-    for (const k in options) if (options[k] !== undefined && !NOT_CONNECTION.has(k)) kept[k] = options[k];
-    createSocket.call(this, req, kept, cb);
-  };
-  return agent;
+  return upstream.protocol === 'https:' ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
 }
