@@ -66,9 +66,12 @@ export interface ForwarderOptions extends UpstreamAgentOptions {
 
 /** What every exchange of one Forwarder shares. */
 class ForwarderContext {
-  /** Exchanges still waiting for the relay's response headers, oldest first (a doubly linked list). */
-  head: Exchange | null = null;
-  tail: Exchange | null = null;
+  /**
+   * Exchanges waiting for the relay's response headers, in the order they were sent (a Set keeps
+   * insertion order: the oldest first). One interval sweeps them rather than a timer per request:
+   * a reload's new bound applies to the exchanges already waiting, and a request adds a Set entry.
+   */
+  readonly waiting = new Set<Exchange>();
   headersTimeoutMs = 0;
 
   constructor(
@@ -76,33 +79,14 @@ class ForwarderContext {
     readonly onOutOfSockets: ForwarderOptions['onOutOfSockets'],
   ) {}
 
-  wait(s: Exchange): void {
-    s.waiting = true;
-    s.prev = this.tail;
-    if (this.tail !== null) this.tail.next = s;
-    else this.head = s;
-    this.tail = s;
-  }
-
-  unwait(s: Exchange): void {
-    if (!s.waiting) return;
-    s.waiting = false;
-    if (s.prev !== null) s.prev.next = s.next;
-    else this.head = s.next;
-    if (s.next !== null) s.next.prev = s.prev;
-    else this.tail = s.prev;
-    s.prev = s.next = null;
-  }
-
   /** Answers 504 to every exchange that has waited `headersTimeoutMs` or longer, and aborts its relay request. */
   sweep(now: number): void {
     const limit = this.headersTimeoutMs;
     if (limit <= 0) return;
-    // Exchanges join at the tail as they are sent, so the oldest are at the head.
-    while (this.head !== null && now - this.head.sentAt >= limit) {
-      const s = this.head;
-      this.unwait(s);
-      s.timedOut(limit);
+    for (const exchange of this.waiting) {
+      if (now - exchange.sentAt < limit) break;
+      this.waiting.delete(exchange);
+      exchange.timedOut(limit);
     }
   }
 }
@@ -128,10 +112,6 @@ class Exchange {
   private upstreamMs: number | null = null;
   /** Counted in `openStreams` until finished. */
   private streaming = false;
-  /** In the context's list of exchanges waiting for the relay's headers. */
-  waiting = false;
-  prev: Exchange | null = null;
-  next: Exchange | null = null;
 
   constructor(
     job: ForwardJob,
@@ -172,7 +152,7 @@ class Exchange {
   /** The relay's response headers came (http-proxy's 'proxyRes' event). */
   answered(up: IncomingMessage): void {
     const res = this.res;
-    if (this.waiting) this.ctx.unwait(this);
+    this.ctx.waiting.delete(this);
     if (this.finished) {
       // Answered already (the headers came after sluice's 504).
       up.destroy();
@@ -285,7 +265,7 @@ class Exchange {
   finish(outcome: ForwardResult['outcome'], status: number | null, upstreamMs: number | null, error?: Error): void {
     if (this.finished) return;
     this.finished = true;
-    if (this.waiting) this.ctx.unwait(this);
+    this.ctx.waiting.delete(this);
     if (this.streaming) this.ctx.openStreams!.dec();
     if (this.done) this.done(error === undefined ? { outcome, status, upstreamMs } : { outcome, status, upstreamMs, error });
   }
@@ -328,7 +308,7 @@ export class Forwarder {
   private readonly target: Partial<Url>;
   private readonly ctx: ForwarderContext;
   private readonly exchanges = new WeakMap<IncomingMessage, Exchange>();
-  /** One interval for every exchange's headers bound, not a timer per request. */
+  /** Sweeps the exchanges waiting for the relay's headers (ForwarderContext.waiting says why one interval). */
   private sweeper: NodeJS.Timeout | null = null;
 
   constructor(opts: ForwarderOptions) {
@@ -356,7 +336,7 @@ export class Forwarder {
   forward(job: ForwardJob): void {
     const exchange = new Exchange(job, this.ctx);
     this.exchanges.set(job.req, exchange);
-    if (this.ctx.headersTimeoutMs > 0) this.ctx.wait(exchange);
+    if (this.ctx.headersTimeoutMs > 0) this.ctx.waiting.add(exchange);
     this.turn.add(exchange);
   }
 
@@ -392,7 +372,7 @@ export class Forwarder {
     } else if (seconds <= 0 && this.sweeper !== null) {
       clearInterval(this.sweeper);
       this.sweeper = null;
-      while (this.ctx.head !== null) this.ctx.unwait(this.ctx.head);
+      this.ctx.waiting.clear();
     }
   }
 
