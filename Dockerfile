@@ -22,6 +22,8 @@ RUN npm ci --ignore-scripts --no-audit --no-fund \
     && npm rebuild better-sqlite3 --build-from-source
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+# tsc, then the Lua scripts copied beside the compiled store (tsc copies only what it compiles).
+COPY scripts/copy-lua.ts ./scripts/
 RUN npm run build
 
 # ---- runtime: production dependencies and the compiled output only ----

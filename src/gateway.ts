@@ -26,7 +26,7 @@ import type { Policy } from './limits/policy.js';
 import { newRequestId } from './http/request-id.js';
 import { routeOf, type RouteFamily } from './routing/routes.js';
 import { invalidTargetReason, parseTarget } from './routing/target.js';
-import { atTurnEnd } from './http/turn-end.js';
+import { atTurnEnd } from './runtime/turn-batch.js';
 
 export interface GatewayDeps {
   clock: Clock;
@@ -227,7 +227,7 @@ export function createGateway(d: GatewayDeps): Gateway {
 
   // A limiter answers a refused subject's retry from memory, without a promise, while the store
   // could only repeat itself (limits.rememberRefusalsSeconds): counted so operators see it. The
-  // answer leaves at the end of the turn, with the others of the turn (src/http/turn-end.ts).
+  // answer leaves at the end of the turn, with the others of the turn (src/runtime/turn-batch.ts).
   async function remembered<V>(verdict: V, limit: string): Promise<V> {
     metrics.rememberedRefusals.inc({ limit });
     await atTurnEnd();
@@ -305,7 +305,7 @@ export function createGateway(d: GatewayDeps): Gateway {
         t.keyId = auth.keyId;
         t.user = auth.user;
       }
-      // A key judged from memory: the answer leaves with the turn's other answers (src/http/turn-end.ts).
+      // A key judged from memory: the answer leaves with the turn's other answers (src/runtime/turn-batch.ts).
       if (known !== null || guarded) await atTurnEnd();
       if (res.destroyed) return;
       if (auth.reason === 'lookup_ceiling') {

@@ -12,6 +12,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { copyLua } from '../../scripts/copy-lua.js';
 
 export const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
 export const ROOT_DIR = dirname(BENCH_DIR);
@@ -39,9 +40,11 @@ export function compile(): string {
   const tsc = join(ROOT_DIR, 'node_modules', 'typescript', 'bin', 'tsc');
   try {
     execFileSync(process.execPath, [tsc, '-p', join(BENCH_DIR, 'tsconfig.bench.json')], { cwd: ROOT_DIR, encoding: 'utf8', timeout: 180_000, stdio: ['ignore', 'pipe', 'pipe'] });
+    copyLua(join(BUILD_DIR, 'src'));
     return '';
   } catch (err) {
     if (!existsSync(MAIN_JS)) throw err;
+    copyLua(join(BUILD_DIR, 'src'));
     const out = String((err as { stdout?: string }).stdout ?? '');
     return out.split('\n').filter((l) => l.includes('error TS')).slice(0, 5).join('\n');
   }
@@ -78,7 +81,8 @@ function sourcesIn(dir: string): string[] {
 }
 
 /**
- * `spec`'s src/ transpiled (types dropped, not checked) into bench/.build/ab/<label>/src. `spec` is
+ * `spec`'s src/ transpiled (types dropped, not checked) into bench/.build/ab/<label>/src, its Lua
+ * scripts (the .lua files under src/, if any) copied as they are. `spec` is
  * a directory holding a src/ (this checkout `.`, or another worktree) or else a git ref of this
  * repository.
  */
@@ -90,10 +94,16 @@ export function buildSide(spec: string, label: string): SideBuild {
     mkdirSync(dirname(dest), { recursive: true });
     writeFileSync(dest, transpile(text));
   };
+  const copy = (srcRelative: string, text: string): void => {
+    const dest = join(out, srcRelative);
+    mkdirSync(dirname(dest), { recursive: true });
+    writeFileSync(dest, text);
+  };
   const dir = resolve(ROOT_DIR, spec);
   let source: string;
   if (existsSync(join(dir, 'src')) && statSync(join(dir, 'src')).isDirectory()) {
     for (const f of sourcesIn(join(dir, 'src'))) write(relative(dir, f), readFileSync(f, 'utf8'));
+    copyLua(join(out, 'src'), join(dir, 'src'));
     source = `${relative(ROOT_DIR, dir) || '.'} (worktree at ${describeTree(dir)})`;
   } else {
     let commit: string;
@@ -104,6 +114,7 @@ export function buildSide(spec: string, label: string): SideBuild {
     }
     for (const f of git(['ls-tree', '-r', '--name-only', commit, '--', 'src']).split('\n')) {
       if (f.endsWith('.ts') && !f.endsWith('.test.ts')) write(f, git(['show', `${commit}:${f}`]));
+      else if (f.endsWith('.lua')) copy(f, git(['show', `${commit}:${f}`]));
     }
     source = `${spec} (${commit})`;
   }

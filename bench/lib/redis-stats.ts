@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 
 export type CommandCounts = Record<string, number>;
 
-/** Commands only sluice's Lua scripts (src/store/scripts.ts) run. */
+/** Commands only sluice's Lua scripts (src/store/redis/lua/) run. */
 const SCRIPT_INNER = new Set(['zremrangebyscore', 'zcard', 'zrange', 'zadd', 'pexpire', 'get', 'incr', 'zcount', 'zrangebyscore']);
 
 export class RedisCounter {

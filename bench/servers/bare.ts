@@ -1,17 +1,17 @@
 /**
  * Benchmark process: bare http-proxy, the forwarding library alone (no auth, no body read, no
- * limits, no log), streaming request and response through a keep-alive agent with the options
- * sluice's Forwarder gives its own. The baseline sluice's ratios are taken against.
+ * limits, no log), streaming request and response through the keep-alive agent sluice's Forwarder
+ * uses (src/forward/agent.ts). The baseline sluice's ratios are taken against.
  * BENCH_UPSTREAM (URL). Prints one JSON line `{"ready":true,"port":N}` on stdout.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import httpProxy from 'http-proxy';
+import { createUpstreamAgent } from '../../src/forward/agent.js';
 import { onStopSignal, requireEnv } from './common.js';
 
 const upstream = new URL(requireEnv('BENCH_UPSTREAM'));
-// http-proxy sends `connection: close` without an agent; these are the Forwarder's agent options.
-const agent = new http.Agent({ keepAlive: true, keepAliveMsecs: 1000, timeout: 4000, maxFreeSockets: 256, scheduling: 'lifo', noDelay: true } as http.AgentOptions);
+const agent = createUpstreamAgent(upstream);
 const proxy = httpProxy.createProxyServer({ agent, changeOrigin: true, xfwd: false, ws: false });
 proxy.on('error', (_err, _req, res) => {
   if (!(res instanceof http.ServerResponse)) return void res.destroy();

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 
 /**
  * Descriptors kept for what is not a client connection or its relay socket: the relay agent's
- * idle keep-alive sockets (up to 256, src/forward/engine.ts), admin connections (capped at
+ * idle keep-alive sockets (up to 256, src/forward/agent.ts), admin connections (capped at
  * ADMIN_MAX_CONNECTIONS), Redis connections, stdio, the config watcher, epoll and libuv's own.
  */
 export const RESERVED_DESCRIPTORS = 512;

@@ -2,7 +2,7 @@
  * The calls this replica admitted on its own while the store could not decide
  * (`limits.onStoreError: open`), kept until the store answers again and then added to the shared
  * counts, each at its own time and at most once (the store recognises a call it already has by
- * its member: REPLAY_LUA in src/store/scripts.ts). So the minute and the day stay exact across a
+ * its member: src/store/redis/lua/replay.lua). So the minute and the day stay exact across a
  * failover or a blip: what each replica counted in memory meanwhile is not lost.
  *
  * Bounded: at most MAX_OUTAGE_ADMISSIONS wait. Past that a call is still decided in memory but

@@ -30,7 +30,7 @@ describe('parseTarget', () => {
     expect(parseTarget(url)).toBeNull();
   });
 
-  it('collapses repeated slashes in the path, as the forwarding engine does, and not in the query', () => {
+  it('collapses repeated slashes in the path, as http-proxy does, and not in the query', () => {
     expect(parseTarget('//v1///chat//completions?next=//x')).toMatchObject({ path: '/v1/chat/completions', forwardUrl: '/v1/chat/completions?next=//x' });
   });
 

@@ -1,6 +1,6 @@
 /**
  * What path the relay will route on. The relay (Go net/http + gin) routes on the percent-decoded
- * path, decoded exactly once, and the forwarding engine collapses repeated slashes, so every
+ * path, decoded exactly once, and http-proxy collapses repeated slashes, so every
  * decision here (per-IP limits, which headers carry a key, the model named in the path) is taken
  * on that same path: `/%761/chat/completions` must not dodge a limit that `/v1/chat/completions`
  * meets, and `a%2525b` is the model `a%25b`, as the relay reads it, not `a%b`.

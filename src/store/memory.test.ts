@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { uniquePrefix } from '../../test/support/redis.js';
 import { MemoryStore } from './memory.js';
 import { RedisStore } from './redis/index.js';
-import { DAY_KEY_GRACE_MS } from './scripts.js';
-import type { LimitCheck, Store } from './types.js';
+import { DAY_KEY_GRACE_MS, type LimitCheck, type Store } from './types.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;

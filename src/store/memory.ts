@@ -3,14 +3,13 @@
  * Only correct for a single replica; start-up warns about that.
  */
 import { limitKey } from './limit-key.js';
-import { DAY_KEY_GRACE_MS } from './scripts.js';
-import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitsReset, LimitState, Store } from './types.js';
+import { DAY_KEY_GRACE_MS, type Decision, type KeyChange, type KeyRecord, type LimitCheck, type LimitsReset, type LimitState, type Store } from './types.js';
 
 interface Counter {
   count: number;
   /**
    * When the count stops counting, fixed when the counter is made: the reset it was made
-   * with plus DAY_KEY_GRACE_MS, as CONSUME_LUA sets the Redis key's expiry. The key names
+   * with plus DAY_KEY_GRACE_MS, as consume.lua sets the Redis key's expiry. The key names
    * the day, so this only bounds memory; the reset a caller sees is the one it passes.
    */
   expiresAt: number;
@@ -141,7 +140,7 @@ export class MemoryStore implements Store {
    * the call that must leave before one more fits has left); and the wait until it is empty
    * again (0 when it is). A counter's waits run to the `resetAtMs` of this call's check,
    * whatever reset its stored count was made with. For `consume`, a counter reports its
-   * reset even when empty, as CONSUME_LUA's resetOf does; INSPECT_LUA reports 0.
+   * reset even when empty, as consume.lua's resetOf does; inspect.lua reports 0.
    */
   private stateAt(c: LimitCheck, key: string, nowMs: number, mode: 'consume' | 'inspect'): LimitState {
     if (c.kind === 'window') {

@@ -33,6 +33,14 @@ export interface WindowCheck extends CheckKey {
   windowMs: number;
 }
 
+/**
+ * How long a day counter outlives the end of its day (27 h), in both stores: consume.lua's expiry
+ * past the day's end (src/store/redis/lua/), the point the memory store's reads stop seeing a
+ * count. The key names the day, so this only bounds memory; but a reload to another time zone can
+ * end "the same" day up to 26 h later, and the count must not vanish before then.
+ */
+export const DAY_KEY_GRACE_MS = 27 * 3_600_000;
+
 /** A counter that resets at a fixed instant (the calendar day). */
 export interface CounterCheck extends CheckKey {
   kind: 'counter';

@@ -61,6 +61,8 @@ describe('Dockerfile', () => {
     const copies = build!.instructions.filter((i) => i.op === 'COPY').map((i) => i.args);
     expect(copies.some((c) => /\bsrc\b/.test(c))).toBe(true);
     expect(copies.some((c) => /tsconfig\.build\.json/.test(c))).toBe(true);
+    // `npm run build` copies the Lua scripts into dist/ with it.
+    expect(copies.some((c) => /\bscripts\/copy-lua\.ts\b/.test(c))).toBe(true);
   });
 
   it('installs only production dependencies in the runtime stage and copies the compiled dist/', () => {
@@ -126,7 +128,7 @@ describe('.dockerignore', () => {
   });
 
   it('does not exclude what the build needs', () => {
-    for (const needed of ['src', 'package.json', 'package-lock.json', '.npmrc', 'tsconfig.json', 'tsconfig.build.json']) {
+    for (const needed of ['src', 'scripts', 'scripts/copy-lua.ts', 'package.json', 'package-lock.json', '.npmrc', 'tsconfig.json', 'tsconfig.build.json']) {
       expect(patterns).not.toContain(needed);
     }
     expect(patterns.some((p) => p.startsWith('!'))).toBe(false);

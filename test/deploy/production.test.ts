@@ -13,12 +13,14 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
+import { copyLua } from '../../scripts/copy-lua.js';
 import { NODE_FLAGS } from '../../src/runtime/node-flags.js';
 import { ROOT } from './k8s.js';
 
 const run = promisify(execFile);
 const COMMIT = 'fedcba9876543210fedcba9876543210fedcba98';
-const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; scripts: Record<string, string> };
+const VERSION = PACKAGE.version;
 
 interface LockEntry {
   dev?: boolean;
@@ -38,7 +40,9 @@ describe('the compiled program on the production dependencies alone', () => {
 
   beforeAll(async () => {
     app = mkdtempSync(join(tmpdir(), 'sluice-production-'));
+    // What `npm run build` does (checked below), into this directory's dist/.
     await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(app, 'dist')]);
+    copyLua(join(app, 'dist'));
     cpSync(join(ROOT, 'package.json'), join(app, 'package.json'));
     cpSync(join(ROOT, 'bin'), join(app, 'bin'), { recursive: true });
     for (const name of productionPackages()) {
@@ -50,6 +54,10 @@ describe('the compiled program on the production dependencies alone', () => {
   afterAll(async () => {
     await relay?.close();
     if (app) rmSync(app, { recursive: true, force: true });
+  });
+
+  it('is built as `npm run build` builds it: tsc, then the Lua scripts copied beside the compiled store', () => {
+    expect(PACKAGE.scripts.build).toBe('tsc -p tsconfig.build.json && tsx scripts/copy-lua.ts');
   });
 
   it('holds no TypeScript runner (tsx, esbuild): the image runs compiled JavaScript', () => {

@@ -22,6 +22,7 @@ import { sqliteModulePath } from './sqlite.js';
 import { describeRelayDsn, type RelayDsn } from './dsn.js';
 import { ANSWER_GRACE_MS, openDriver, withTimeout, type RelayDbDriver } from './driver.js';
 import { privilegeProblem, probeStatement } from './privileges.js';
+import { TurnBatch } from '../../runtime/turn-batch.js';
 import { couldBeRelayKey, judgeToken, relayKeyBody, type TokenRow } from './rules.js';
 import { columnsStatement, detectSchema, tokenRow, tokensByKeyStatement, type RelaySchema, type SchemaShape } from './sql.js';
 
@@ -106,7 +107,17 @@ export class RelayKeySource implements KeySource {
   /** Keys waiting for a statement, by body; several requests presenting one key share one entry. */
   private queue = new Map<string, Waiter[]>();
   private running = 0;
-  private turnFlush: NodeJS.Immediate | null = null;
+  /**
+   * Keys a request waits for leave at the end of this turn (src/runtime/turn-batch.ts). The batch
+   * only says that a flush is due: the keys wait in `queue`, where requests presenting one key
+   * share an entry and keys stay when every connection is busy, until a statement is free.
+   */
+  private readonly turn = new TurnBatch<void>(() => this.flush());
+  /**
+   * Renewals wait up to `renewWindowMs` for company instead: a timer, not a turn, because keys in
+   * use age one by one and rarely reach renewal in the same turn; a window gathers many of them
+   * into one statement, and no request waits for a renewal.
+   */
   private windowFlush: NodeJS.Timeout | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -154,12 +165,12 @@ export class RelayKeySource implements KeySource {
   }
 
   hurry(): void {
-    if (this.queue.size > 0 && !this.closed) this.turnFlush ??= setImmediate(this.flush);
+    if (this.queue.size > 0 && !this.closed) this.turn.add();
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.turnFlush) clearImmediate(this.turnFlush);
+    this.turn.cancel();
     if (this.windowFlush) clearTimeout(this.windowFlush);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     const err = new Error('sluice is shutting down');
@@ -178,18 +189,14 @@ export class RelayKeySource implements KeySource {
       this.queue.set(body, waiters);
     }
     const answer = new Promise<TokenRow | null>((resolve, reject) => waiters.push({ resolve, reject }));
-    if (!background) {
-      this.turnFlush ??= setImmediate(this.flush);
-    } else if (this.turnFlush === null && this.windowFlush === null) {
-      this.windowFlush = setTimeout(this.flush, this.renewWindowMs);
-    }
+    if (!background) this.turn.add();
+    else this.windowFlush ??= setTimeout(() => this.flush(), this.renewWindowMs);
     return answer;
   }
 
-  private readonly flush = (): void => {
-    if (this.turnFlush) clearImmediate(this.turnFlush);
+  /** Sends what waits, as statements of up to `batchSize` keys, while a connection is free. */
+  private flush(): void {
     if (this.windowFlush) clearTimeout(this.windowFlush);
-    this.turnFlush = null;
     this.windowFlush = null;
     while (this.queue.size > 0 && this.running < this.o.poolSize) {
       const batch = new Map<string, Waiter[]>();
@@ -202,10 +209,10 @@ export class RelayKeySource implements KeySource {
       void this.run(batch).finally(() => {
         this.running--;
         // Keys that queued behind a full pool have waited long enough: they go next.
-        if (this.queue.size > 0 && !this.closed) this.turnFlush ??= setImmediate(this.flush);
+        if (this.queue.size > 0 && !this.closed) this.turn.add();
       });
     }
-  };
+  }
 
   private async run(batch: Map<string, Waiter[]>): Promise<void> {
     let rows: TokenRow[];

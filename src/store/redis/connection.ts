@@ -5,28 +5,8 @@
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { DEFAULTS, type RedisConfig } from '../../config/index.js';
-import { CONSUME_LUA, CREATE_KEY_LUA, DELETE_KEY_LUA, INSPECT_LUA, REPLAY_LUA } from '../scripts.js';
 
 export type RedisConnection = Redis | Cluster;
-
-export type ScriptResult = Array<number | string>;
-
-/** The Lua scripts of scripts.ts, as the commands ioredis defines on a connection made with SCRIPTS. */
-export interface ScriptCommands {
-  sluiceConsume(numKeys: number, ...args: Array<string | number>): Promise<ScriptResult>;
-  sluiceInspect(numKeys: number, ...args: Array<string | number>): Promise<ScriptResult>;
-  sluiceReplay(numKeys: number, ...args: Array<string | number>): Promise<ScriptResult>;
-  sluiceCreateKey(numKeys: number, ...args: Array<string | number>): Promise<number>;
-  sluiceDeleteKey(numKeys: number, ...args: Array<string | number>): Promise<string[] | null>;
-}
-
-export const SCRIPTS: NonNullable<RedisOptions['scripts']> = {
-  sluiceConsume: { lua: CONSUME_LUA },
-  sluiceInspect: { lua: INSPECT_LUA, readOnly: true },
-  sluiceReplay: { lua: REPLAY_LUA },
-  sluiceCreateKey: { lua: CREATE_KEY_LUA },
-  sluiceDeleteKey: { lua: DELETE_KEY_LUA },
-};
 
 export interface RedisStoreOptions {
   url: string;

@@ -1,20 +1,21 @@
 /**
  * Limit decisions against Redis. Decisions asked for in one turn of the event loop are sent
- * together when it ends: on a busy sidecar a command costs more than the decision it carries
- * (ioredis builds it and parses its reply, Redis reads it and sets up a script run), so they go
- * as one script run per batch. The batch leaves at `setImmediate`, once the turn's ready
- * callbacks have run (microseconds), never after a timer. ioredis's own auto-pipelining merges
- * writes only within one tick, which under HTTP load is one request, and costs more than it saves.
+ * together when it ends (src/runtime/turn-batch.ts): on a busy sidecar a command costs more than the
+ * decision it carries (ioredis builds it and parses its reply, Redis reads it and sets up a script
+ * run), so they go as one script run per batch. ioredis's own auto-pipelining merges writes only
+ * within one tick, which under HTTP load is one request, and costs more than it saves.
  */
 import { Redis } from 'ioredis';
+import { TurnBatch } from '../../runtime/turn-batch.js';
 import { limitKey } from '../limit-key.js';
 import { NotSentError, type Decision, type LimitCheck, type LimitState } from '../types.js';
-import type { RedisConnection, ScriptCommands, ScriptResult } from './connection.js';
+import type { RedisConnection } from './connection.js';
+import type { ScriptCommands, ScriptResult } from './scripts.js';
 
 /** What Lua's `%s` matches: a member holding any of it would break its run's decisions apart. */
 const WHITE_SPACE = /[ \t\n\v\f\r]/;
 
-/** Whether a member can travel in a script run's packed argument (scripts.ts): non-empty, no white space. */
+/** Whether a member can travel in a script run's packed argument (lua/consume.lua): non-empty, no white space. */
 export const validMember = (member: string): boolean => member !== '' && !WHITE_SPACE.test(member);
 
 /** Decisions per script run at most: a run blocks Redis while it lasts. */
@@ -38,8 +39,8 @@ export class RedisDecisions {
   private readonly scripts: ScriptCommands;
   /** Decisions per script run (perRunOf). */
   private readonly perRun: number;
-  /** Decisions asked for in this turn of the event loop, waiting for `flush`. */
-  private batch: PendingDecision[] | null = null;
+  /** Decisions asked for in this turn of the event loop. */
+  private readonly turn = new TurnBatch<PendingDecision>((batch) => this.flush(batch));
 
   constructor(
     private readonly client: RedisConnection,
@@ -52,15 +53,9 @@ export class RedisDecisions {
   }
 
   consume(checks: readonly LimitCheck[], nowMs: number, member: string): Promise<Decision> {
-    // Members travel space-separated (scripts.ts), and Lua splits on any white space; sluice's own hold none.
+    // Members travel space-separated (lua/consume.lua), and Lua splits on any white space; sluice's own hold none.
     if (!validMember(member)) return Promise.reject(new Error('limit decision: a member must be non-empty and hold no white space'));
-    return new Promise<Decision>((resolve, reject) => {
-      if (this.batch === null) {
-        this.batch = [];
-        setImmediate(this.flush);
-      }
-      this.batch.push({ checks, nowMs, member, resolve, reject });
-    });
+    return new Promise<Decision>((resolve, reject) => this.turn.add({ checks, nowMs, member, resolve, reject }));
   }
 
   async inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]> {
@@ -88,9 +83,7 @@ export class RedisDecisions {
    * Cluster writes to one connection per node, so there is nothing to hold). No run holds Redis
    * for long, and a run of one keeps its keys on one hash tag.
    */
-  private readonly flush = (): void => {
-    const batch = this.batch!;
-    this.batch = null;
+  private flush(batch: readonly PendingDecision[]): void {
     const s = this.client instanceof Redis ? this.client.stream : undefined;
     s?.cork();
     try {
@@ -98,7 +91,7 @@ export class RedisDecisions {
     } finally {
       s?.uncork();
     }
-  };
+  }
 
   /**
    * One script run: the run's shapes (each distinct set of checks, without keys: one per limit in

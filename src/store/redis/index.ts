@@ -7,11 +7,12 @@
  */
 import { DEFAULTS } from '../../config/index.js';
 import { ChangeFeed } from './change-feed.js';
-import { baseOptions, connect, SCRIPTS, type RedisConnection, type RedisStoreOptions } from './connection.js';
+import { baseOptions, connect, type RedisConnection, type RedisStoreOptions } from './connection.js';
 import { RedisDecisions } from './decisions.js';
 import { LimitResets } from './limit-resets.js';
 import { KeyRegistry } from './registry.js';
 import { RedisReplay } from './replay.js';
+import { SCRIPTS } from './scripts.js';
 import type { Decision, KeyChange, KeyRecord, LimitCheck, LimitsReset, LimitState, OutageAdmission, ReplayOutcome, Store } from '../types.js';
 
 export { redisStoreOptions, type RedisStoreOptions } from './connection.js';

@@ -5,7 +5,8 @@
  * channel (change-feed.ts) in the same script, so every replica hears of them.
  */
 import type { KeyRecord } from '../types.js';
-import type { RedisConnection, ScriptCommands } from './connection.js';
+import type { RedisConnection } from './connection.js';
+import type { ScriptCommands } from './scripts.js';
 
 export class KeyRegistry {
   private readonly scripts: ScriptCommands;

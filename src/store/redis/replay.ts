@@ -1,13 +1,13 @@
 /**
  * Calls admitted during an outage, added to the shared counts once Redis answers again
- * (REPLAY_LUA in scripts.ts says how each is recognised if it was counted already). Runs are cut
+ * (lua/replay.lua says how each is recognised if it was counted already). Runs are cut
  * as decisions' are (decisions.ts): up to 64 calls per script run, one on a Cluster or behind a
  * sharding proxy, so a run holds keys of one slot and never holds Redis for long.
  */
 import { limitKey } from '../limit-key.js';
-import { REPLAYED_SUFFIX } from '../scripts.js';
 import type { OutageAdmission, ReplayOutcome } from '../types.js';
-import type { RedisConnection, ScriptCommands } from './connection.js';
+import type { RedisConnection } from './connection.js';
+import { REPLAYED_SUFFIX, type ScriptCommands } from './scripts.js';
 import { perRunOf, pushTriple, sameShape, validMember } from './decisions.js';
 
 const OUTCOMES: Readonly<Record<string, ReplayOutcome>> = { '1': 'replayed', '2': 'already_counted', '3': 'expired', '4': 'unknown', '-1': 'failed' };
