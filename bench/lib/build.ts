@@ -41,13 +41,21 @@ export function compile(): string {
   try {
     execFileSync(process.execPath, [tsc, '-p', join(BENCH_DIR, 'tsconfig.bench.json')], { cwd: ROOT_DIR, encoding: 'utf8', timeout: 180_000, stdio: ['ignore', 'pipe', 'pipe'] });
     copyLua(join(BUILD_DIR, 'src'));
+    copyPackageJson(BUILD_DIR, readFileSync(join(ROOT_DIR, 'package.json'), 'utf8'));
     return '';
   } catch (err) {
     if (!existsSync(MAIN_JS)) throw err;
     copyLua(join(BUILD_DIR, 'src'));
+    copyPackageJson(BUILD_DIR, readFileSync(join(ROOT_DIR, 'package.json'), 'utf8'));
     const out = String((err as { stdout?: string }).stdout ?? '');
     return out.split('\n').filter((l) => l.includes('error TS')).slice(0, 5).join('\n');
   }
+}
+
+/** sluice reads its version from the package.json above its src/ (src/runtime/version.ts), as the image's dist/ does. */
+function copyPackageJson(outDir: string, text: string): void {
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, 'package.json'), text);
 }
 
 /** The commit checked out in `dir`, with " + changes" when its working tree differs from it. */
@@ -104,6 +112,7 @@ export function buildSide(spec: string, label: string): SideBuild {
   if (existsSync(join(dir, 'src')) && statSync(join(dir, 'src')).isDirectory()) {
     for (const f of sourcesIn(join(dir, 'src'))) write(relative(dir, f), readFileSync(f, 'utf8'));
     copyLua(join(out, 'src'), join(dir, 'src'));
+    copyPackageJson(out, readFileSync(join(dir, 'package.json'), 'utf8'));
     source = `${relative(ROOT_DIR, dir) || '.'} (worktree at ${describeTree(dir)})`;
   } else {
     let commit: string;
@@ -116,6 +125,7 @@ export function buildSide(spec: string, label: string): SideBuild {
       if (f.endsWith('.ts') && !f.endsWith('.test.ts')) write(f, git(['show', `${commit}:${f}`]));
       else if (f.endsWith('.lua')) copy(f, git(['show', `${commit}:${f}`]));
     }
+    copyPackageJson(out, git(['show', `${commit}:package.json`]));
     source = `${spec} (${commit})`;
   }
   const main = join(out, 'src', 'main.js');
