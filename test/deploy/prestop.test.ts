@@ -18,6 +18,7 @@ import { DRAIN_DONE_FILE, DRAIN_REQUEST_FILE } from '../../src/runtime/drain-hoo
 import { CHILD_ADMIN_TOKEN, startChildSluice, type ChildSluice } from '../hostile/child-sluice.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { expandK8s, parseManifests, ROOT, SHUTDOWN_BUDGET, shutdownHook, sluicePod, type ShutdownHook } from './k8s.js';
+import { eventually } from '../support/time.js';
 
 /** The relay's preStop hook as the base Deployment states it (no kubectl needed: the file is plain YAML). */
 function manifestHook(): { hook: ShutdownHook; relayEnv: Record<string, string> } {
@@ -85,14 +86,14 @@ function openStream(url: string, key: string): { started: Promise<void>; ended: 
 
 /** When /readyz first answered 503 (the drain began), polled every 50 ms; throws after `ms`. */
 async function notReadyWithin(adminUrl: string, ms: number): Promise<number> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const r = await fetch(`${adminUrl}/readyz`);
-    await r.arrayBuffer();
-    if (r.status === 503) return Date.now();
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`sluice did not start draining within ${ms} ms of the hook's start`);
+  return eventually(
+    async () => {
+      const r = await fetch(`${adminUrl}/readyz`);
+      await r.arrayBuffer();
+      return r.status === 503 && Date.now();
+    },
+    { timeoutMs: ms, intervalMs: 50, what: "sluice to start draining after the hook's start" },
+  );
 }
 
 function connectionRefused(url: string): Promise<string> {

@@ -5,10 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
+import { sleep } from '../support/time.js';
 
 /** Sends raw bytes on a socket and collects whatever comes back until close. */
 function rawExchange(port: number, data: string | Buffer, waitMs = 500): Promise<string> {
