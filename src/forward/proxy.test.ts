@@ -1,4 +1,4 @@
-import http from 'node:http';
+import type http from 'node:http';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { useServers } from '../../test/support/servers.js';
@@ -115,7 +115,7 @@ describe('Forwarder: requests leave at the end of the event-loop turn', () => {
   it('sends nothing to the relay for a client that left before its turn ended, and gives its body\'s budget back', async () => {
     const budget = new BodyBudget(1 << 20);
     let relayRequests = 0;
-    const relayPort = await listen((req, res) => {
+    const relayPort = await listen((_req, res) => {
       relayRequests++;
       res.end('ok');
     });

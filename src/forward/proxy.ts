@@ -297,7 +297,7 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
     up.destroy();
     return;
   }
-  if (state.intercept !== undefined && state.intercept(up)) {
+  if (state.intercept?.(up)) {
     up.resume();
     state.finish('intercepted', status, upstreamMs);
     return;
@@ -319,7 +319,7 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
   }
   res.writeHead(status, up.statusMessage, headers);
   const ct = up.headers['content-type'];
-  if (ct !== undefined && ct.startsWith('text/event-stream')) {
+  if (ct?.startsWith('text/event-stream')) {
     // Send headers now: a reasoning model may think for minutes before its first event.
     res.flushHeaders();
     if (state.ctx.openStreams !== undefined) {

@@ -170,6 +170,7 @@ describe('the bodies budget', () => {
   // Bodies under 256 KB are held as the chunks that came (no single buffer), so what each holds is exactly what it sent.
   const h = useHarness({ store: 'memory', file: { maxBodyBytes: MiB, bodyBudgetBytes: MiB, maxDecodedBodyBytes: 512 * 1024 } });
   let key = '';
+  // biome-ignore lint/suspicious/noThenProperty: rawConnections' option, in an object that is never awaited
   const open = rawConnections({ then: () => heldBecomes(0) });
   beforeAll(async () => {
     key = (await h.createKey('budget')).key;

@@ -68,7 +68,7 @@ describe.each(STORE_KINDS)('forwarding on the %s store', (kind) => {
 
   it('reads the model of a large JSON body as it arrives and forwards it byte for byte, with or without a declared length', async () => {
     const { key: bigKey } = await h.createKey('big-body');
-    const messages = Array.from({ length: 30_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i} with a \"quote\" and {brackets} [${i}]` }));
+    const messages = Array.from({ length: 30_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i} with a "quote" and {brackets} [${i}]` }));
     const text = JSON.stringify({ messages, temperature: 0.2, model: 'vend-flash-free' });
     expect(text.length).toBeGreaterThan(2_000_000);
     const body = Buffer.from(text);

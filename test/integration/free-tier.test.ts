@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { RedisStore } from '../../src/store/redis/index.js';
+import type { RedisStore } from '../../src/store/redis/index.js';
 import { ManualClock, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
 import { metricReader } from '../support/helpers.js';
 import { request, type RawResponse } from '../support/http.js';
