@@ -165,8 +165,9 @@ describe.concurrent("the relay's preStop hook drains sluice while the relay stil
     expect(hooked.at - ended.at).toBeLessThan(SHUTDOWN_BUDGET.hookSlackSeconds * 1000);
     expect(JSON.parse(readFileSync(join(s.dir, DRAIN_DONE_FILE), 'utf8'))).toEqual({ forced: 0 });
     expect(s.relay.requests.map((r) => r.closedEarly)).toEqual([false]);
-    const line = s.sluice.lines().find((l) => l.msg === 'request' && l.path === '/v1/chat/completions');
-    expect(line?.decision).toBe('admitted');
+    // The access line may still be held (up to 50 ms) or in the pipe when the hook returns.
+    const line = await eventually(() => s.sluice.lines().find((l) => l.msg === 'request' && l.path === '/v1/chat/completions') ?? false, { timeoutMs: 1_000, what: 'the access line' });
+    expect(line.decision).toBe('admitted');
 
     // Kubernetes stops the relay, then sends the sidecar SIGTERM: nothing is left, so it exits at once.
     const t = Date.now();
@@ -196,8 +197,8 @@ describe.concurrent("the relay's preStop hook drains sluice while the relay stil
     // The relay's request was aborted by sluice's cut, while the relay still ran.
     expect(s.relay.requests.map((r) => r.closedEarly)).toEqual([true]);
 
-    const line = s.sluice.lines().find((l) => l.msg === 'request' && l.path === '/v1/chat/completions');
-    expect(line?.decision).toBe('drain_deadline');
+    const line = await eventually(() => s.sluice.lines().find((l) => l.msg === 'request' && l.path === '/v1/chat/completions') ?? false, { timeoutMs: 1_000, what: 'the access line' });
+    expect(line.decision).toBe('drain_deadline');
     expect(s.sluice.lines().find((l) => l.msg?.toString().startsWith('drain deadline passed'))).toMatchObject({ forced: 1, drainSeconds: BOUND_S });
     const text = await metricsText(s.sluice);
     expect(metricValue(text, 'sluice_requests_total', { family: 'chat', outcome: 'drain_deadline' })).toBe(1);
