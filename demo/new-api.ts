@@ -39,7 +39,7 @@ export function routingPath(rawPath: string): string {
 export function goParseQuery(s: string): { pairs: Array<[string, string]>; error: boolean } {
   const pairs: Array<[string, string]> = [];
   let error = false;
-  const unescape = (v: string): string | null => {
+  const queryUnescape = (v: string): string | null => {
     const bytes: number[] = [];
     for (let i = 0; i < v.length; i++) {
       const ch = v[i]!;
@@ -60,8 +60,8 @@ export function goParseQuery(s: string): { pairs: Array<[string, string]>; error
     }
     if (pair === '') continue;
     const eq = pair.indexOf('=');
-    const k = unescape(eq === -1 ? pair : pair.slice(0, eq));
-    const v = unescape(eq === -1 ? '' : pair.slice(eq + 1));
+    const k = queryUnescape(eq === -1 ? pair : pair.slice(0, eq));
+    const v = queryUnescape(eq === -1 ? '' : pair.slice(eq + 1));
     if (k === null || v === null) {
       error = true;
       continue;
@@ -214,7 +214,7 @@ function jsonModel(body: Buffer, exactKey: boolean): ModelRead {
     return INVALID('invalid JSON request body');
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return { ok: true, model: '' };
-  let model: unknown = undefined;
+  let model: unknown;
   for (const [k, value] of Object.entries(v)) if (exactKey ? k === 'model' : sameField(k, 'model')) model = value;
   if (model === undefined || model === null) return { ok: true, model: '' };
   if (typeof model !== 'string') return INVALID('field model must be a string');

@@ -196,7 +196,7 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
   const pickBehaviour = (rec: RecordedRequest): RelayBehaviour => {
     for (let i = behaviours.length - 1; i >= 0; i--) {
       const entry = behaviours[i];
-      if (entry && entry.match(rec)) return entry.b;
+      if (entry?.match(rec)) return entry.b;
     }
     return {};
   };

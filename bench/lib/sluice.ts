@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { NODE_FLAGS } from '../../src/runtime/node-flags.js';
 import { MAIN_JS, ROOT_DIR } from './build.js';
 import { adopt, type Server } from './proc.js';
+import { sleep } from './scenario.js';
 
 export interface SluiceOptions {
   name: string;
@@ -45,7 +46,6 @@ export interface SluiceServer extends Server {
 }
 
 const START_TIMEOUT_MS = 30_000;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The start-up line (`sluice listening`, with both ports) from the log written so far. */
 function listeningLine(logFile: string): { port: number; adminPort: number } | null {

@@ -8,7 +8,7 @@
 import { RedisCounter } from '../lib/redis-stats.js';
 import { FREE_BODY, PAID_BODY, expectStatus } from '../lib/requests.js';
 import { pairedRounds, ratios, roundsTable, type Sample, type Variant } from '../lib/rounds.js';
-import { check, f, info, int, median, numFlag, withRange, type Check, type Scenario } from '../lib/scenario.js';
+import { check, info, int, median, numFlag, withRange, type Check, type Scenario } from '../lib/scenario.js';
 import { RELAY_NAMES, RELAY_PROFILES, withSession, type RelayProfile } from '../lib/session.js';
 
 /** Every call admitted: the free path forwards, as the paid path does (the schema's maximums). */

@@ -23,7 +23,9 @@ function manualSource(known: Map<string, KeyIdentity>) {
   return {
     source,
     change: (c: KeyChange) => listener(c),
-    release: () => waiting.splice(0).forEach((f) => f()),
+    release: () => {
+      for (const f of waiting.splice(0)) f();
+    },
     setDown: (d: boolean) => (down = d),
   };
 }

@@ -301,7 +301,7 @@ export class Authenticator {
   /** The one lookup under way for this hash, started if there is none. */
   private ask(hash: string, key: string, background: boolean): Promise<Answer> {
     let lookup = this.pending.get(hash);
-    if (lookup && lookup.background && !background) {
+    if (lookup?.background && !background) {
       // A request joins a renewal that may be waiting for company: it goes now.
       lookup.background = false;
       for (const s of this.sources) s.hurry?.();

@@ -1,9 +1,10 @@
-import http from 'node:http';
+import type http from 'node:http';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { useServers } from '../../test/support/servers.js';
 import { BodyBudget } from '../http/body-budget.js';
 import { Forwarder, type ForwardResult } from './proxy.js';
+import { eventually, sleep } from '../../test/support/time.js';
 
 const { listen, onClose } = useServers();
 
@@ -53,7 +54,7 @@ describe('Forwarder: the wait for the relay\'s headers', () => {
     // Swept once a second: answered after the bound, and long before the relay would have (never).
     expect(slow.ms).toBeGreaterThanOrEqual(990);
     expect(slow.ms).toBeLessThan(5_000);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     expect(relayAborted).toBe(true);
     expect(results.map((r) => r.outcome)).toEqual(['admitted', 'upstream_timeout']);
   });
@@ -102,9 +103,7 @@ describe('Forwarder: the body\'s share of the budget', () => {
     onClose(() => forwarder.close());
     const port = await front(forwarder, [], () => ({ body: Buffer.alloc(300_000, 0x61), budget }));
     const pending = get(port, '/v1/responses');
-    const deadline = Date.now() + 3_000;
-    while (answer === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    expect(answer).toBeDefined();
+    await eventually(() => expect(answer).toBeDefined(), { timeoutMs: 3_000, intervalMs: 10 });
     // The relay has the whole body and has not answered yet.
     expect(budget.used).toBe(0);
     answer!();
@@ -116,7 +115,7 @@ describe('Forwarder: requests leave at the end of the event-loop turn', () => {
   it('sends nothing to the relay for a client that left before its turn ended, and gives its body\'s budget back', async () => {
     const budget = new BodyBudget(1 << 20);
     let relayRequests = 0;
-    const relayPort = await listen((req, res) => {
+    const relayPort = await listen((_req, res) => {
       relayRequests++;
       res.end('ok');
     });
@@ -135,7 +134,7 @@ describe('Forwarder: requests leave at the end of the event-loop turn', () => {
     await expect(get(port, '/v1/chat/completions')).rejects.toThrow();
     const second = await get(port, '/v1/chat/completions');
     expect(second).toMatchObject({ status: 200, text: 'ok' });
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     expect(relayRequests).toBe(1);
     expect(budget.used).toBe(0);
     expect(results.map((r) => r.outcome)).toEqual(['client_aborted', 'admitted']);

@@ -172,7 +172,7 @@ class Exchange {
       up.destroy();
       return;
     }
-    if (this.intercept !== undefined && this.intercept(up)) {
+    if (this.intercept?.(up)) {
       up.resume();
       this.finish('intercepted', status, upstreamMs);
       return;
@@ -194,7 +194,7 @@ class Exchange {
     }
     res.writeHead(status, up.statusMessage, headers);
     const ct = up.headers['content-type'];
-    if (ct !== undefined && ct.startsWith('text/event-stream')) {
+    if (ct?.startsWith('text/event-stream')) {
       // Send headers now: a reasoning model may think for minutes before its first event.
       res.flushHeaders();
       if (this.ctx.openStreams !== undefined) {

@@ -49,7 +49,7 @@ export class BodyLease {
 
   /** Gives back `n` of the bytes held (never more than is held). */
   give(n: number): void {
-    const k = n < this.held ? n : this.held;
+    const k = Math.min(n, this.held);
     this.held -= k;
     this.budget.used -= k;
   }

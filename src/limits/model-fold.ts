@@ -23,6 +23,7 @@
 import { GENERAL_CI_LETTERS, UNICODE_LETTERS } from './model-fold-table.js';
 
 /** Step 3's characters. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the C0 and C1 controls are among the characters the collations ignore
 const IGNORED = /[\p{M}\p{Cf}\p{Default_Ignorable_Code_Point}\u0000-\u0008\u000e-\u001f\u007f-\u0084\u0086-\u009f]/gu;
 const DIGITS = /\p{Nd}/gu;
 const DIGIT = /\p{Nd}/u;

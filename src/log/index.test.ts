@@ -7,6 +7,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { buildConfig, publicConfig } from '../config/index.js';
 import pino from 'pino';
 import { HOLD_BYTES, HOLD_MS, createLogger, isoTimeCached, logDestination, type HeldDestination } from './index.js';
+import { sleep } from '../../test/support/time.js';
 
 function capture(): { log: ReturnType<typeof createLogger>; lines: () => Array<Record<string, unknown>> } {
   const out: string[] = [];
@@ -146,7 +147,7 @@ describe('log destination', () => {
     await new Promise((r) => setImmediate(r));
     dest.write('c\n');
     expect(writes).toEqual([]);
-    await new Promise((r) => setTimeout(r, HOLD_MS + 30));
+    await sleep(HOLD_MS + 30);
     expect(writes).toEqual(['a\nb\nc\n']);
     await new Promise<void>((resolve, reject) => dest.flush((err) => (err ? reject(err) : resolve())));
     expect(readFileSync(file, 'utf8')).toBe('a\nb\nc\n');

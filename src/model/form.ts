@@ -99,6 +99,9 @@ export function firstQueryValue(query: string, name: string): string | null {
 
 export type StructField = { ok: true; value: string | null } | { ok: false; reason: string };
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: every ASCII character, the controls among them
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+
 /**
  * Go's encoding/json field matching: an exact match, or one ignoring case, where Go folds ASCII
  * letters and, beyond ASCII, the Kelvin sign onto k, the long s onto s and both Turkish i's onto
@@ -108,15 +111,15 @@ export function matchesFolded(key: string, name: string): boolean {
   if (key === name) return true;
   if (key.length !== name.length) return false;
   let k = key;
-  if (!/^[\x00-\x7f]*$/.test(k)) {
+  if (!ASCII_ONLY.test(k)) {
     k = k.replace(/\u212a/g, 'k').replace(/\u017f/g, 's').replace(/[\u0130\u0131]/g, 'i');
-    if (!/^[\x00-\x7f]*$/.test(k)) return false;
+    if (!ASCII_ONLY.test(k)) return false;
   }
   return k.toLowerCase() === name.toLowerCase();
 }
 
 /** A field name as Go's JSON encoder writes it (valid UTF-8), for matching. */
-const goName = (latin1: string): string => (/^[\x00-\x7f]*$/.test(latin1) ? latin1 : decodeGoString(Buffer.from(latin1, 'latin1')));
+const goName = (latin1: string): string => (ASCII_ONLY.test(latin1) ? latin1 : decodeGoString(Buffer.from(latin1, 'latin1')));
 
 /**
  * The string field `name` of the struct the relay decodes these fields into. Fields whose name

@@ -68,7 +68,7 @@ function skipSpace(s: string, i: number): number {
 }
 
 function trimSpace(s: string): string {
-  let start = skipSpace(s, 0);
+  const start = skipSpace(s, 0);
   let end = s.length;
   // Trailing white space: ASCII and the two-byte forms are enough to judge a media type, which
   // must be ASCII tokens anyway.

@@ -386,12 +386,12 @@ function decodeString(buf: Buffer, start: number, end: number): string {
     }
 
     if (pos > runStart) parts.push(buf.toString('utf8', runStart, pos));
-    const escape = buf[pos + 1];
-    const simple = escape === undefined ? undefined : SIMPLE_ESCAPES.get(escape);
+    const escapeByte = buf[pos + 1];
+    const simple = escapeByte === undefined ? undefined : SIMPLE_ESCAPES.get(escapeByte);
     if (simple !== undefined) {
       parts.push(simple);
       pos += 2;
-    } else if (escape === 0x75) {
+    } else if (escapeByte === 0x75) {
       const unit = hex4(buf, pos + 2);
       if (unit < 0 || pos + 6 > end) fail(`invalid \\u escape at byte ${pos}`);
       pos += 6;

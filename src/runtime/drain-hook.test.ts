@@ -5,9 +5,9 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../answers/errors.js';
 import { DRAIN_DONE_FILE, DRAIN_REQUEST_FILE, DrainHook } from './drain-hook.js';
+import { sleep } from '../../test/support/time.js';
 
 const log = pino({ level: 'silent' });
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 const dirs: string[] = [];
 const hooks: DrainHook[] = [];

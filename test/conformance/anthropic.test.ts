@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import Anthropic, {
-  APIError,
+  type APIError,
   APIUserAbortError,
   AuthenticationError,
   PaymentRequiredError,

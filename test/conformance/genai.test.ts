@@ -15,6 +15,7 @@ import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
 import { STANDIN_MODELS, STANDIN_TEXT } from '../../demo/relay.js';
 import { BAD_KEY, FREE, PAID, REQUEST_ID_SUFFIX, countingFetch, expectEachRejected, expectForwardedAuth, freshKey, useKeyedClient } from './support.js';
 import { ONE_FREE_CALL_A_SECOND, expectEachRejectedOnce, spendTheDay, useFreeTierHarness } from './free-tier.js';
+import { sleep } from '../support/time.js';
 
 function client(h: Harness, key: string, httpOptions: HttpOptions = {}): GoogleGenAI {
   return new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: h.url, ...httpOptions } });
@@ -134,7 +135,7 @@ describe('genai SDK through sluice: calls', () => {
     const stream = await caller.sdk.models.generateContentStream({ model: FREE, contents: 'hi' });
     for await (const _chunk of stream) break;
     // genai 2.x only releases the body's reader lock; the response keeps flowing until it ends.
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     expect(h.relay.requests[0]?.closedEarly).toBe(false);
   });
 });

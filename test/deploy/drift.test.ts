@@ -44,6 +44,7 @@ import {
   type ShutdownHook,
 } from './k8s.js';
 import { DRAIN_DONE_FILE, DRAIN_REQUEST_FILE } from '../../src/runtime/drain-hook.js';
+import { eventually, GiveUp } from '../support/time.js';
 
 const STARTUP_TIMEOUT_MS = 20_000;
 
@@ -148,23 +149,24 @@ function start(args: string[], env: Record<string, string>): Running {
 }
 
 async function waitFor200(url: string, run: Running, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = 'no answer yet';
   let exited = false;
   void run.exited.then(() => (exited = true));
-  while (Date.now() < deadline) {
-    if (exited) throw new Error(`sluice exited before ${url} answered 200. Its output:\n${run.output()}`);
-    try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
-      await res.arrayBuffer();
-      if (res.status === 200) return;
-      last = `HTTP ${res.status}`;
-    } catch (err) {
-      last = err instanceof Error ? err.message : String(err);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${url} did not answer 200 within ${timeoutMs} ms (last: ${last}). sluice output:\n${run.output()}`);
+  await eventually(
+    async () => {
+      if (exited) throw new GiveUp(`sluice exited before ${url} answered 200. Its output:\n${run.output()}`);
+      let last: string;
+      try {
+        const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+        await res.arrayBuffer();
+        if (res.status === 200) return;
+        last = `HTTP ${res.status}`;
+      } catch (err) {
+        last = err instanceof Error ? err.message : String(err);
+      }
+      throw new Error(`last: ${last}. sluice output:\n${run.output()}`);
+    },
+    { timeoutMs, intervalMs: 200, what: `${url} to answer 200` },
+  );
 }
 
 const cleanups: (() => Promise<void> | void)[] = [];

@@ -297,7 +297,9 @@ function unknownFields(obj: K8sObject, dts: string, iface: string): string[] {
     if (Array.isArray(value)) {
       if (!c().isArrayType(t)) return;
       const element = c().getTypeArguments(t as ts.TypeReference)[0];
-      if (element) value.forEach((v, i) => walk(v, element, `${path}[${i}]`));
+      if (element) {
+        for (const [i, v] of value.entries()) walk(v, element, `${path}[${i}]`);
+      }
       return;
     }
     if (value === null || typeof value !== 'object') return;
@@ -464,7 +466,7 @@ export interface ShutdownHook {
  * (SLUICE_DRAIN_DIR) is where the relay's container sees the same volume, and the hook creates
  * `requestFile` there and waits for `doneFile` (the program's names, passed in).
  */
-export function shutdownHook(pod: IPodSpec, sidecar: IContainer, relay: IContainer, requestFile: string, doneFile: string): ShutdownHook {
+export function shutdownHook(_pod: IPodSpec, sidecar: IContainer, relay: IContainer, requestFile: string, doneFile: string): ShutdownHook {
   const dir = envVar(sidecar, 'SLUICE_DRAIN_DIR')?.value;
   if (!dir) throw new Error('the sluice container sets no literal SLUICE_DRAIN_DIR: nothing starts its drain before the relay stops');
   const sluiceMount = (sidecar.volumeMounts ?? []).find((m) => m.mountPath.replace(/\/$/, '') === dir.replace(/\/$/, ''));
@@ -472,7 +474,7 @@ export function shutdownHook(pod: IPodSpec, sidecar: IContainer, relay: IContain
   const relayMount = (relay.volumeMounts ?? []).find((m) => m.name === sluiceMount.name);
   if (!relayMount) throw new Error(`the relay container does not mount volume ${sluiceMount.name} (SLUICE_DRAIN_DIR)`);
   const command = relay.lifecycle?.preStop?.exec?.command;
-  if (!command || command.length !== 3 || command[0] !== '/bin/sh' || command[1] !== '-c') {
+  if (command?.length !== 3 || command[0] !== '/bin/sh' || command[1] !== '-c') {
     throw new Error(`the relay's preStop hook is not ["/bin/sh", "-c", <script>]: ${JSON.stringify(relay.lifecycle?.preStop)}`);
   }
   const script = command[2]!;

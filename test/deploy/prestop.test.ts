@@ -18,6 +18,7 @@ import { DRAIN_DONE_FILE, DRAIN_REQUEST_FILE } from '../../src/runtime/drain-hoo
 import { CHILD_ADMIN_TOKEN, startChildSluice, type ChildSluice } from '../hostile/child-sluice.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { expandK8s, parseManifests, ROOT, SHUTDOWN_BUDGET, shutdownHook, sluicePod, type ShutdownHook } from './k8s.js';
+import { eventually } from '../support/time.js';
 
 /** The relay's preStop hook as the base Deployment states it (no kubectl needed: the file is plain YAML). */
 function manifestHook(): { hook: ShutdownHook; relayEnv: Record<string, string> } {
@@ -85,14 +86,14 @@ function openStream(url: string, key: string): { started: Promise<void>; ended: 
 
 /** When /readyz first answered 503 (the drain began), polled every 50 ms; throws after `ms`. */
 async function notReadyWithin(adminUrl: string, ms: number): Promise<number> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const r = await fetch(`${adminUrl}/readyz`);
-    await r.arrayBuffer();
-    if (r.status === 503) return Date.now();
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`sluice did not start draining within ${ms} ms of the hook's start`);
+  return eventually(
+    async () => {
+      const r = await fetch(`${adminUrl}/readyz`);
+      await r.arrayBuffer();
+      return r.status === 503 && Date.now();
+    },
+    { timeoutMs: ms, intervalMs: 50, what: "sluice to start draining after the hook's start" },
+  );
 }
 
 function connectionRefused(url: string): Promise<string> {
@@ -164,8 +165,9 @@ describe.concurrent("the relay's preStop hook drains sluice while the relay stil
     expect(hooked.at - ended.at).toBeLessThan(SHUTDOWN_BUDGET.hookSlackSeconds * 1000);
     expect(JSON.parse(readFileSync(join(s.dir, DRAIN_DONE_FILE), 'utf8'))).toEqual({ forced: 0 });
     expect(s.relay.requests.map((r) => r.closedEarly)).toEqual([false]);
-    const line = s.sluice.lines().find((l) => l.msg === 'request' && l.path === '/v1/chat/completions');
-    expect(line?.decision).toBe('admitted');
+    // The access line may still be held (up to 50 ms) or in the pipe when the hook returns.
+    const line = await eventually(() => s.sluice.lines().find((l) => l.msg === 'request' && l.path === '/v1/chat/completions') ?? false, { timeoutMs: 1_000, what: 'the access line' });
+    expect(line.decision).toBe('admitted');
 
     // Kubernetes stops the relay, then sends the sidecar SIGTERM: nothing is left, so it exits at once.
     const t = Date.now();
@@ -195,8 +197,8 @@ describe.concurrent("the relay's preStop hook drains sluice while the relay stil
     // The relay's request was aborted by sluice's cut, while the relay still ran.
     expect(s.relay.requests.map((r) => r.closedEarly)).toEqual([true]);
 
-    const line = s.sluice.lines().find((l) => l.msg === 'request' && l.path === '/v1/chat/completions');
-    expect(line?.decision).toBe('drain_deadline');
+    const line = await eventually(() => s.sluice.lines().find((l) => l.msg === 'request' && l.path === '/v1/chat/completions') ?? false, { timeoutMs: 1_000, what: 'the access line' });
+    expect(line.decision).toBe('drain_deadline');
     expect(s.sluice.lines().find((l) => l.msg?.toString().startsWith('drain deadline passed'))).toMatchObject({ forced: 1, drainSeconds: BOUND_S });
     const text = await metricsText(s.sluice);
     expect(metricValue(text, 'sluice_requests_total', { family: 'chat', outcome: 'drain_deadline' })).toBe(1);

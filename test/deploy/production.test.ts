@@ -16,6 +16,7 @@ import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
 import { copyLua } from '../../scripts/copy-lua.js';
 import { NODE_FLAGS } from '../../src/runtime/node-flags.js';
 import { ROOT } from './k8s.js';
+import { eventually, GiveUp } from '../support/time.js';
 
 const run = promisify(execFile);
 const COMMIT = 'fedcba9876543210fedcba9876543210fedcba98';
@@ -91,12 +92,15 @@ describe('the compiled program on the production dependencies alone', () => {
     child.stdout.on('data', (b: Buffer) => (out += b.toString('utf8')));
     child.stderr.on('data', (b: Buffer) => (err = (err + b.toString('utf8')).slice(-4000)));
     try {
-      const deadline = Date.now() + 20_000;
-      let line: string | undefined;
-      while (!(line = out.split('\n').find((l) => l.includes('"sluice listening"')))) {
-        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`did not start (exit ${child.exitCode}): ${err}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      const line = await eventually(
+        () => {
+          if (child.exitCode !== null) throw new GiveUp(`did not start (exit ${child.exitCode}): ${err}`);
+          const found = out.split('\n').find((l) => l.includes('"sluice listening"'));
+          if (found === undefined) throw new Error(`did not start: ${err}`);
+          return found;
+        },
+        { timeoutMs: 20_000, intervalMs: 50, what: '"sluice listening"' },
+      );
       const listening = JSON.parse(line) as { version: string; commit: string; node: string; port: number; adminPort: number };
       expect(listening).toMatchObject({ version: VERSION, commit: COMMIT, node: process.version });
       const admin = `http://127.0.0.1:${listening.adminPort}`;

@@ -8,6 +8,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log/index.js';
 import { ADMIN_TOKEN, useHarness } from '../support/harness.js';
+import { sleep } from '../support/time.js';
 
 interface Answer {
   status: number;
@@ -123,7 +124,7 @@ describe('keys in paths and queries never reach the log', () => {
       [`/v1/${key}`, { authorization: `Bearer ${key}` }],
     ];
     for (const [path, headers] of calls) await (await fetch(`${h.url}${path}`, { method: 'POST', headers, body: '{}' })).arrayBuffer();
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     const lines = out
       .trim()
       .split('\n')
@@ -136,7 +137,7 @@ describe('keys in paths and queries never reach the log', () => {
     out = '';
     await (await fetch(`${h.url}/v1beta/models/gemini-2.5-flash:generateContent?key=${key}`, { method: 'POST', headers: { 'x-goog-api-key': key }, body: '{}' })).arrayBuffer();
     await (await fetch(`${h.url}/v1/models?key=${key}&api_key=${key}`)).arrayBuffer();
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     expect(out).toContain('"msg":"request"');
     expect(out).not.toContain(keyBody);
   });

@@ -9,6 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NODE_FLAGS } from '../../src/runtime/node-flags.js';
+import { eventually, GiveUp } from '../support/time.js';
 
 export const CHILD_ADMIN_TOKEN = 'hostile-admin-token-0123456789';
 
@@ -116,15 +117,18 @@ export async function startChildSluice(opts: ChildOptions): Promise<ChildSluice>
   child.stderr!.on('data', (b: Buffer) => (stderr = (stderr + b.toString('utf8')).slice(-4000)));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
 
-  const deadline = Date.now() + 20_000;
-  let listening: Record<string, unknown> | undefined;
-  while (!(listening = parsed.find((l) => l.msg === 'sluice listening'))) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`the child sluice did not start (exit ${child.exitCode}): ${stderr}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const listening = await eventually(
+    () => {
+      if (child.exitCode !== null) throw new GiveUp(`the child sluice did not start (exit ${child.exitCode}): ${stderr}`);
+      const line = parsed.find((l) => l.msg === 'sluice listening');
+      if (line === undefined) throw new Error(`the child sluice did not start: ${stderr}`);
+      return line;
+    },
+    { timeoutMs: 20_000, intervalMs: 50, what: '"sluice listening"' },
+  ).catch((err: unknown) => {
+    child.kill('SIGKILL');
+    throw err;
+  });
   const pid = child.pid!;
   const port = listening.port as number;
   const adminUrl = `http://127.0.0.1:${listening.adminPort as number}`;

@@ -15,9 +15,9 @@ import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
 import { ConfigMapDir } from '../support/configmap.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { CHILD_ADMIN_TOKEN, startChildSluice, type ChildSluice } from './child-sluice.js';
+import { eventually, sleep } from '../support/time.js';
 
 const MiB = 1024 * 1024;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** A file of `bytes` bytes listing free models: valid YAML, slow to parse when large. */
 function hugeConfig(bytes: number): string {
@@ -53,9 +53,8 @@ describe('the config file behind a ConfigMap symlink (sluice as its own process)
     ((await (await fetch(`${child.adminUrl}/admin/config`, { headers: { authorization: `Bearer ${CHILD_ADMIN_TOKEN}` } })).json()) as { freeTier: { perMinute: number } }).freeTier.perMinute;
   const rejections = (): string[] => child.lines().filter((l) => l.msg === 'config reload rejected; keeping the running config').map((l) => String(l.err));
   /** The reason logged for the rejection after the first `seen` (log lines are held up to 50 ms). */
-  async function rejection(seen: number): Promise<string | undefined> {
-    for (const deadline = Date.now() + 2000; rejections().length <= seen && Date.now() < deadline; ) await sleep(20);
-    return rejections()[seen];
+  function rejection(seen: number): Promise<string> {
+    return eventually(() => rejections()[seen] ?? false, { timeoutMs: 2000, intervalMs: 20, what: 'the rejection to be logged' });
   }
 
   /**
@@ -120,8 +119,7 @@ describe('the config file behind a ConfigMap symlink (sluice as its own process)
 
   it('a valid file afterwards is applied', async () => {
     cm.write('freeTier:\n  perMinute: 3\n');
-    for (const deadline = Date.now() + 3000; (await perMinute()) !== 3 && Date.now() < deadline; ) await sleep(50);
-    expect(await perMinute()).toBe(3);
+    await eventually(async () => expect(await perMinute()).toBe(3), { timeoutMs: 3000, intervalMs: 50 });
     expect(await successes()).toBe(1);
   });
 });

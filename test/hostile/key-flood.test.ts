@@ -12,8 +12,7 @@ import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
 import { createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
 import { startChildSluice, type ChildSluice } from './child-sluice.js';
 import { runFlood } from './flood.js';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../support/time.js';
 
 const FLOOD_MS = 5000;
 

@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
 import { LOGGED_FIELD_MAX_CHARS } from '../../src/log/access.js';
 import { startChildSluice, type ChildSluice } from './child-sluice.js';
+import { eventually } from '../support/time.js';
 
 const MiB = 1024 * 1024;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** One request on its own connection; resolves with the status (0: a connection error). */
 function send(port: number, method: string, path: string, headers: http.OutgoingHttpHeaders, body?: Buffer): Promise<number> {
@@ -69,7 +69,7 @@ describe('fields taken from the request are logged bounded (sluice as its own pr
     expect(relay.requests.at(-1)!.model).toHaveLength(modelLength);
 
     // Every access line is written within moments (lines are held up to 50 ms).
-    for (const deadline = Date.now() + 10_000; accessLines().length < seen + n && Date.now() < deadline; ) await sleep(50);
+    await eventually(() => accessLines().length >= seen + n, { timeoutMs: 10_000, intervalMs: 50, what: 'every access line' });
     const written = child.stdout().bytes - before;
     const { peak } = child.memory();
     console.info(`[logged fields] ${n} requests of ${body.length} B gzip: ${written} B of log, longest line ${child.stdout().longestLine} B; RSS idle ${(idle / MiB).toFixed(0)} MiB, peak ${(peak / MiB).toFixed(0)} MiB`);
@@ -88,8 +88,7 @@ describe('fields taken from the request are logged bounded (sluice as its own pr
     const path = '/v1beta/models/' + 'g'.repeat(8000) + ':generateContent';
     const seen = accessLines().length;
     expect(await send(child.port, 'POST', path, { 'x-goog-api-key': key, 'content-type': 'application/json' }, Buffer.from('{}'))).toBeGreaterThan(0);
-    for (const deadline = Date.now() + 5000; accessLines().length === seen && Date.now() < deadline; ) await sleep(50);
-    const line = accessLines()[seen]!;
+    const line = await eventually(() => accessLines()[seen] ?? false, { timeoutMs: 5000, intervalMs: 50, what: 'the access line' });
     expect(line.path).toMatch(new RegExp(`^/v1beta/models/g+…\\[cut, ${path.length} chars\\]$`));
     expect((line.path as string).length).toBeLessThanOrEqual(LOGGED_FIELD_MAX_CHARS);
     // The model read from that path is the 8000 g's, cut the same way.

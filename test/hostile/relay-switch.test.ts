@@ -11,6 +11,7 @@ import { createLogger } from '../../src/log/index.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { request } from '../support/http.js';
+import { eventually, sleep } from '../support/time.js';
 
 /** `p`'s value, or null if it takes longer than `ms`. */
 function within<T>(ms: number, p: Promise<T>): Promise<T | null> {
@@ -88,9 +89,8 @@ describe('a relay that answers 101 Switching Protocols to an ordinary request', 
     expect(ms).toBeLessThan(1000);
     expect(JSON.parse(r.text)).toMatchObject({ error: { code: 'upstream_unreachable', type: 'new_api_error' } });
     expect(r.headers['x-oneapi-request-id']).toBeDefined();
-    for (const deadline = Date.now() + 2000; relay.closed === closedBefore && Date.now() < deadline; ) await new Promise((res) => setTimeout(res, 20));
-    expect(relay.closed).toBeGreaterThan(closedBefore);
-    await new Promise((res) => setTimeout(res, 100));
+    await eventually(() => expect(relay.closed).toBeGreaterThan(closedBefore), { timeoutMs: 2000, intervalMs: 20 });
+    await sleep(100);
     const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     const reqId = r.headers['x-oneapi-request-id'];
     expect(lines.find((l) => l.reqId === reqId && l.msg === 'relay request failed')).toMatchObject({ err: expect.stringContaining('101 Switching Protocols') as string });

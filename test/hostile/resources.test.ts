@@ -15,9 +15,9 @@ import { useHarness } from '../support/harness.js';
 import { metricValue, metricsText } from '../support/helpers.js';
 import { startChildSluice, metric, type ChildSluice } from './child-sluice.js';
 import { answerJson, ensureOwnDescriptors, finalStatus, openRaw, rawConnections, type RawConnection } from './raw.js';
+import { eventually, sleep } from '../support/time.js';
 
 const MiB = 1024 * 1024;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** A JSON body of exactly `size` bytes that names a paid model. */
 function jsonBody(size: number): Buffer {
@@ -144,9 +144,7 @@ describe('memory: request bodies in flight (sluice as its own process)', () => {
 
     // Nothing stays held once the stalled clients leave, and the replica serves a body again.
     for (const c of stalled) c.destroy();
-    const deadline = Date.now() + 5_000;
-    while ((await metric(child.adminUrl, 'sluice_body_bytes')) !== 0 && Date.now() < deadline) await sleep(50);
-    expect(await metric(child.adminUrl, 'sluice_body_bytes')).toBe(0);
+    await eventually(async () => expect(await metric(child.adminUrl, 'sluice_body_bytes')).toBe(0), { timeoutMs: 5_000, intervalMs: 50 });
     const after = await post(child.port, '/v1/responses', auth, jsonBody(MiB));
     expect(after.status).toBe(200);
   }, 90_000);
@@ -156,12 +154,15 @@ describe('memory: request bodies in flight (sluice as its own process)', () => {
 async function bodyBytesBecome(h: { adminUrl: string }, pred: number | ((n: number) => boolean)): Promise<number | undefined> {
   const ok = typeof pred === 'number' ? (n: number) => n === pred : pred;
   const bodyBytes = async (): Promise<number | undefined> => metricValue(await metricsText(h), 'sluice_body_bytes');
-  const deadline = Date.now() + 3_000;
-  let n = await bodyBytes();
-  while ((n === undefined || !ok(n)) && Date.now() < deadline) {
-    await sleep(20);
-    n = await bodyBytes();
-  }
+  let n: number | undefined;
+  // Satisfied or not, the caller's check says what it was.
+  await eventually(
+    async () => {
+      n = await bodyBytes();
+      return n !== undefined && ok(n);
+    },
+    { timeoutMs: 3_000, intervalMs: 20 },
+  ).catch(() => {});
   return n;
 }
 
@@ -169,6 +170,7 @@ describe('the bodies budget', () => {
   // Bodies under 256 KB are held as the chunks that came (no single buffer), so what each holds is exactly what it sent.
   const h = useHarness({ store: 'memory', file: { maxBodyBytes: MiB, bodyBudgetBytes: MiB, maxDecodedBodyBytes: 512 * 1024 } });
   let key = '';
+  // biome-ignore lint/suspicious/noThenProperty: rawConnections' option, in an object that is never awaited
   const open = rawConnections({ then: () => heldBecomes(0) });
   beforeAll(async () => {
     key = (await h.createKey('budget')).key;
@@ -365,9 +367,7 @@ describe('connections (sluice as its own process, under a low descriptor limit)'
       const answers = await Promise.all(flood.filter((c) => !c.closed).map((c) => c.waitFor(/HTTP\/1\.1 \d{3}/, 6_000)));
       expect(answers.length).toBeGreaterThan(0);
       for (const a of answers) expect(a).toMatch(/^HTTP\/1\.1 408 /);
-      const deadline = Date.now() + 3_000;
-      while ((await fetch(`${child.adminUrl}/readyz`)).status !== 200 && Date.now() < deadline) await sleep(50);
-      expect((await fetch(`${child.adminUrl}/readyz`)).status).toBe(200);
+      await eventually(async () => expect((await fetch(`${child.adminUrl}/readyz`)).status).toBe(200), { timeoutMs: 3_000, intervalMs: 50 });
       const fresh = await post(child.port, '/v1/chat/completions', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, Buffer.from('{"model":"gpt-4o"}'));
       expect(fresh.status).toBe(200);
     } finally {
@@ -401,8 +401,7 @@ describe('connections (sluice as its own process, under a low descriptor limit)'
       }
       // The log line names sluice, not the relay (log lines are written within 50 ms).
       const logged = (): boolean => child.lines().some((l) => l.level === 50 && typeof l.msg === 'string' && l.msg.includes('sluice is out of sockets'));
-      for (let i = 0; i < 40 && !logged(); i++) await sleep(50);
-      expect(logged()).toBe(true);
+      await eventually(() => expect(logged()).toBe(true), { timeoutMs: 2_000, intervalMs: 50 });
       const warning = child.lines().find((l) => typeof l.msg === 'string' && l.msg.includes('leaves no room below the descriptor limit'));
       expect(warning, 'a start-up warning names server.maxConnections').toMatchObject({ level: 40, maxConnections: 2000 });
 

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ADMIN_TOKEN, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
 import { NODE_FLAGS } from '../../src/runtime/node-flags.js';
 import { freePort, uniquePrefix } from '../support/redis.js';
+import { eventually } from '../support/time.js';
 
 const run = promisify(execFile);
 const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -96,9 +97,7 @@ describe('readiness and the store', () => {
       expect((await fetch(`${h.adminUrl}/readyz`)).status).toBe(200);
       expect(await storeUp()).toBe('1');
       await redis.kill();
-      const t0 = Date.now();
-      while ((await storeUp()) !== '0' && Date.now() - t0 < 3000) await new Promise((r) => setTimeout(r, 100));
-      expect(await storeUp()).toBe('0');
+      await eventually(async () => expect(await storeUp()).toBe('0'), { timeoutMs: 3000, intervalMs: 100 });
       const ready = await fetch(`${h.adminUrl}/readyz`);
       expect(ready.status).toBe(200);
       expect(await ready.json()).toMatchObject({ status: 'ready', checks: { store: { kind: 'redis', state: 'failing', error: expect.any(String) } } });
@@ -138,11 +137,7 @@ describe('readiness and the store', () => {
       expect(r.status).toBe(503);
       expect(await r.json()).toMatchObject({ checks: { store: { state: 'starting', error: expect.any(String) } } });
       Object.assign(redis, await spawnRedis({ port }));
-      const t0 = Date.now();
-      while ((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status !== 200) {
-        if (Date.now() - t0 > 8000) throw new Error('not ready 8 s after Redis started');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await eventually(async () => (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status === 200, { timeoutMs: 8000, intervalMs: 100, what: 'readiness after Redis started' });
     } finally {
       await sluice.close();
       await redis.kill();
@@ -229,8 +224,7 @@ describe('npm start', () => {
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     try {
-      const deadline = Date.now() + 15_000;
-      while (Date.now() < deadline && !out.includes('sluice listening')) await new Promise((r) => setTimeout(r, 100));
+      await eventually(() => out.includes('sluice listening'), { timeoutMs: 15_000, intervalMs: 100, what: '"sluice listening"' });
       await check(out, { port, adminPort });
       const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
       child.kill('SIGTERM');

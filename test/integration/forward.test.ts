@@ -5,10 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
+import { sleep } from '../support/time.js';
 
 /** Sends raw bytes on a socket and collects whatever comes back until close. */
 function rawExchange(port: number, data: string | Buffer, waitMs = 500): Promise<string> {
@@ -71,7 +68,7 @@ describe.each(STORE_KINDS)('forwarding on the %s store', (kind) => {
 
   it('reads the model of a large JSON body as it arrives and forwards it byte for byte, with or without a declared length', async () => {
     const { key: bigKey } = await h.createKey('big-body');
-    const messages = Array.from({ length: 30_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i} with a \"quote\" and {brackets} [${i}]` }));
+    const messages = Array.from({ length: 30_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i} with a "quote" and {brackets} [${i}]` }));
     const text = JSON.stringify({ messages, temperature: 0.2, model: 'vend-flash-free' });
     expect(text.length).toBeGreaterThan(2_000_000);
     const body = Buffer.from(text);

@@ -1,11 +1,12 @@
 import { gzipSync } from 'node:zlib';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { RedisStore } from '../../src/store/redis/index.js';
+import type { RedisStore } from '../../src/store/redis/index.js';
 import { ManualClock, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
 import { metricReader } from '../support/helpers.js';
 import { request, type RawResponse } from '../support/http.js';
 import { uniquePrefix } from '../support/redis.js';
+import { eventually } from '../support/time.js';
 
 const FREE = 'vend-flash-free';
 const FREE2 = 'vend-v4-flash-free';
@@ -309,10 +310,7 @@ describe('remembered free-tier refusals and a Redis that comes back', () => {
     } finally {
       admin.disconnect();
     }
-    for (const t0 = Date.now(); !back; ) {
-      if (Date.now() - t0 > 5000) throw new Error('no reconnect');
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await eventually(() => back, { timeoutMs: 5000, intervalMs: 20, what: 'the reconnect' });
     expect((await call()).status).toBe(200);
   });
 });

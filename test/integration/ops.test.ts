@@ -8,9 +8,9 @@ import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { spawnRedis, type SpawnedRedis } from '../support/redis.js';
+import { eventually, sleep } from '../support/time.js';
 
 const adminAuth = { authorization: `Bearer ${ADMIN_TOKEN}` };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A logger whose lines the test reads: all of them, and the access lines parsed. */
 function captureLog(): { log: Logger; lines: string[]; requestLines: () => Array<Record<string, unknown>> } {
@@ -44,11 +44,7 @@ describe('config hot reload through a ConfigMap symlink swap', () => {
     expect((await effective()).freeTier.perMinute).toBe(20);
     const before = h.sluice.config().upstream.url.href;
     cm.write('freeTier:\n  perMinute: 2\nupstream:\n  url: http://127.0.0.1:9/\n');
-    const t0 = Date.now();
-    while ((await effective()).freeTier.perMinute !== 2) {
-      if (Date.now() - t0 > 2000) throw new Error('reload not applied within 2 s');
-      await sleep(50);
-    }
+    await eventually(async () => (await effective()).freeTier.perMinute === 2, { timeoutMs: 2000, intervalMs: 50, what: 'the reload to apply' });
     // The upstream URL only changes on restart.
     expect(h.sluice.config().upstream.url.href).toBe(before);
     const { key } = await h.createKey('reload');
@@ -58,11 +54,12 @@ describe('config hot reload through a ConfigMap symlink swap', () => {
     expect((await call()).status).toBe(429);
 
     cm.write('freeTier:\n  perMinute: many\n');
-    const t1 = Date.now();
-    while ((metricValue(await metricsText(h), 'sluice_config_reloads_total', { result: 'failure' }) ?? 0) < 1) {
-      if (Date.now() - t1 > 2500) throw new Error('invalid reload not reported');
-      await sleep(50);
-    }
+    // The failure series appears with the first failed reload.
+    await eventually(async () => (metricValue(await metricsText(h), 'sluice_config_reloads_total', { result: 'failure' }) ?? 0) >= 1, {
+      timeoutMs: 2500,
+      intervalMs: 50,
+      what: 'the invalid reload to be reported',
+    });
     expect((await effective()).freeTier.perMinute).toBe(2);
     expect(metricValue(await metricsText(h), 'sluice_config_reloads_total', { result: 'success' })).toBe(1);
   });
@@ -370,12 +367,8 @@ describe('Redis outage', () => {
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ checks: { store: { state: 'failing' } } });
     await redis.restart();
-    const t0 = Date.now();
     const storeState = async () => ((await (await fetch(`${h.adminUrl}/readyz`)).json()) as { checks: { store: { state: string } } }).checks.store.state;
-    while ((await storeState()) !== 'ok') {
-      if (Date.now() - t0 > 5000) throw new Error('did not recover');
-      await sleep(100);
-    }
+    await eventually(async () => (await storeState()) === 'ok', { timeoutMs: 5000, intervalMs: 100, what: 'the store to recover' });
     // The restarted Redis is empty: keys are gone, as after any data loss.
     const fresh = await h.createKey('after-restart');
     expect((await timed(fresh.key, 'vend-flash-free')).status).toBe(200);
@@ -392,19 +385,13 @@ describe('Redis outage', () => {
     // The same user through a new key (the old one went with the data): the store admits it, so
     // once the reconnect is seen the remembered refusal must be gone.
     let fresh: string | null = null;
-    let status = 0;
-    const t0 = Date.now();
-    while (Date.now() - t0 < 8000) {
-      try {
-        fresh ??= (await h.createKey('refused-then-lost')).key;
-        status = (await timed(fresh, 'vend-flash-free')).status;
-        if (status === 200) break;
-      } catch {
-        // Redis is still coming back.
-      }
-      await sleep(100);
-    }
-    expect(status).toBe(200);
+    await eventually(
+      async () => {
+        fresh ??= (await h.createKey('refused-then-lost')).key; // throws while Redis is still coming back
+        expect((await timed(fresh, 'vend-flash-free')).status).toBe(200);
+      },
+      { timeoutMs: 8000, intervalMs: 100 },
+    );
     expect(await usage()).not.toBe(429); // the address's refusal is gone as well (401: its key went with the data)
   });
 });

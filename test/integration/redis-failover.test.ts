@@ -11,16 +11,7 @@ import { request } from '../support/http.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { spawnRedis, type SpawnedRedis } from '../support/redis.js';
 import { spawnSentinels, type Sentinels } from '../support/sentinel.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(pred: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const t0 = Date.now();
-  while (!(await pred().catch(() => false))) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+import { eventually, sleep } from '../support/time.js';
 
 async function info(port: number, section: string): Promise<string> {
   const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
@@ -44,10 +35,10 @@ describe('a Sentinel failover under traffic', () => {
     // failover then discards (docs/operations.md, Redis outage): sluice counts those calls in memory.
     master = await spawnRedis({ args: ['--min-replicas-to-write', '1', '--min-replicas-max-lag', '10'] });
     replica = await spawnRedis({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
-    await until(async () => (await info(replica.port, 'replication')).includes('master_link_status:up'), 10_000, 'the replica to sync');
+    await eventually(async () => (await info(replica.port, 'replication')).includes('master_link_status:up'), { timeoutMs: 10_000, intervalMs: 100, what: 'the replica to sync' });
     sentinels = await spawnSentinels(master.port, { count: 3 });
     // Every sentinel must know the replica before it can promote it.
-    await until(
+    await eventually(
       async () => {
         for (let i = 0; i < 3; i++) {
           const rs = (await sentinels.ask(['replicas', sentinels.name], i)) as string[][];
@@ -55,8 +46,7 @@ describe('a Sentinel failover under traffic', () => {
         }
         return true;
       },
-      15_000,
-      'the sentinels to find the replica',
+      { timeoutMs: 15_000, intervalMs: 100, what: 'the sentinels to find the replica' },
     );
     h = await startHarness({
       store: 'redis',
@@ -103,9 +93,9 @@ describe('a Sentinel failover under traffic', () => {
         m.disconnect();
       }
       await sentinels.ask(['failover', sentinels.name]);
-      await until(async () => (await sentinels.masterPort()) === replica.port, 15_000, 'the sentinels to promote the replica');
+      await eventually(async () => (await sentinels.masterPort()) === replica.port, { timeoutMs: 15_000, intervalMs: 100, what: 'the sentinels to promote the replica' });
       // Traffic goes on until sluice takes decisions on the new master, and a while after.
-      await until(async () => /cmdstat_evalsha:calls=\d+/.test(await info(replica.port, 'commandstats')), 15_000, 'sluice to decide on the new master');
+      await eventually(async () => /cmdstat_evalsha:calls=\d+/.test(await info(replica.port, 'commandstats')), { timeoutMs: 15_000, intervalMs: 100, what: 'sluice to decide on the new master' });
       await sleep(1500);
     } finally {
       running = false;
@@ -124,14 +114,15 @@ describe('a Sentinel failover under traffic', () => {
       );
     const expected = admitted.map((n) => [n, n]);
     // The replay runs within a second of the store answering again.
-    const t0 = Date.now();
-    let seen = await counted();
-    while (JSON.stringify(seen) !== JSON.stringify(expected) && Date.now() - t0 < 5000) {
-      await sleep(200);
-      seen = await counted();
-    }
-    // On failure, what became of the calls decided in memory.
-    const replays = (await metricsText(h)).split('\n').filter((l) => /^sluice_(outage_replays|degraded_decisions)/.test(l));
-    expect(seen, replays.join('; ')).toEqual(expected);
+    await eventually(
+      async () => {
+        const seen = await counted();
+        if (JSON.stringify(seen) === JSON.stringify(expected)) return;
+        // On failure, what became of the calls decided in memory.
+        const replays = (await metricsText(h)).split('\n').filter((l) => /^sluice_(outage_replays|degraded_decisions)/.test(l));
+        expect(seen, replays.join('; ')).toEqual(expected);
+      },
+      { timeoutMs: 5000, intervalMs: 200 },
+    );
   }, 60_000);
 });

@@ -4,6 +4,7 @@ import { buildConfig } from '../../src/config/index.js';
 import { RedisStore, redisStoreOptions } from '../../src/store/redis/index.js';
 import type { Decision, LimitCheck } from '../../src/store/types.js';
 import { spawnRedis, uniquePrefix } from '../support/redis.js';
+import { eventually } from '../support/time.js';
 
 /**
  * Counts the writes that reach the command socket (one per system call once corked writes are merged).
@@ -257,14 +258,14 @@ describe('Redis store reconnects', () => {
       // The subscriber alone: its messages may be lost, so key caches flush; decisions are unaffected.
       // Not a documented field: the store's subscriber connection, found by its local port.
       const sub = (store as unknown as { sub: Redis & { stream: { localPort: number } } }).sub;
-      await until(() => sub.status === 'ready');
+      await eventually(() => sub.status === 'ready', { intervalMs: 20 });
       await admin.client('KILL', 'ADDR', `127.0.0.1:${sub.stream.localPort}`);
-      await until(() => flushes.includes('flush'));
+      await eventually(() => flushes.includes('flush'), { intervalMs: 20 });
       expect(reconnects).toBe(0);
       // The decision connection.
       const id = String(await store.client.client('ID'));
       await admin.client('KILL', 'ID', id);
-      await until(() => reconnects === 1);
+      await eventually(() => reconnects === 1, { intervalMs: 20 });
       await expect(store.ping()).resolves.toBeUndefined();
     } finally {
       admin.disconnect();
@@ -272,11 +273,3 @@ describe('Redis store reconnects', () => {
     }
   });
 });
-
-async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const t0 = Date.now();
-  while (!cond()) {
-    if (Date.now() - t0 > ms) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

@@ -6,17 +6,9 @@ import { startHarness, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
 import { findOnPath, freePort, spawnRedis, type SpawnedRedis } from '../support/redis.js';
 import { spawnSentinels, type Sentinels } from '../support/sentinel.js';
+import { eventually } from '../support/time.js';
 
 const run = promisify(execFile);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(pred: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const t0 = Date.now();
-  while (!(await pred().catch(() => false))) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 async function exercise(h: Harness): Promise<void> {
   const degraded = async () => (await h.sluice.metrics.degradedDecisions.get()).values.reduce((n, v) => n + v.value, 0);
@@ -51,7 +43,7 @@ describe('Redis Sentinel', () => {
   beforeAll(async () => {
     master = await spawnRedis();
     sentinels = await spawnSentinels(master.port, { count: 1 });
-    await until(async () => (await sentinels.masterPort()) === master.port, 10_000, 'sentinel');
+    await eventually(async () => (await sentinels.masterPort()) === master.port, { timeoutMs: 10_000, intervalMs: 100, what: 'sentinel' });
     h = await startHarness({
       store: 'redis',
       storeFromConfig: true,
@@ -102,7 +94,7 @@ describe('Redis Cluster', () => {
         c.disconnect();
       }
     };
-    await until(async () => (await Promise.all(nodes.map((n) => stateOk(n.url)))).every(Boolean), 15_000, 'cluster_state:ok on every node');
+    await eventually(async () => (await Promise.all(nodes.map((n) => stateOk(n.url)))).every(Boolean), { timeoutMs: 15_000, intervalMs: 100, what: 'cluster_state:ok on every node' });
     h = await startHarness({
       store: 'redis',
       storeFromConfig: true,

@@ -14,6 +14,7 @@ import { request } from '../support/http.js';
 import { consoleKey, createRelayDb, type Dialect, type RelayDbFixture } from '../support/relay-db.js';
 import { dedicatedLogin, lockTokens, type DedicatedLogin, type ServerSample } from '../support/relay-db-lock.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { eventually, sleep } from '../support/time.js';
 
 const POOL = 2;
 const QUERY_MS = 1000;
@@ -22,8 +23,6 @@ const LOCK_MS = 30_000;
 /** Past this many connections the lock is let go at once: the machine's server is shared. */
 const ABORT_ABOVE = POOL + 6;
 const CLIENTS = 12;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function chat(h: Harness, key: string, ip: string) {
   return request(h.url, 'POST', '/v1/chat/completions', {
@@ -155,13 +154,9 @@ async function underLock(dialect: Dialect, queryMs: number, plan: LockPlan = { l
   await lock.release();
   const releasedAt = performance.now();
   const newKeyMs = await Promise.all(
-    fresh.map(async (key) => {
-      for (;;) {
-        if ((await answer(h, key, randomIp())).status === 200) return performance.now() - releasedAt;
-        if (performance.now() - releasedAt > 10_000) return Infinity;
-        await sleep(100);
-      }
-    }),
+    fresh.map((key) =>
+      eventually(async () => (await answer(h, key, randomIp())).status === 200 && performance.now() - releasedAt, { timeoutMs: 10_000, intervalMs: 100 }).catch(() => Infinity),
+    ),
   );
   await Promise.all([...traffic, knownTraffic]);
   if (login) samples.push(await login.sample());

@@ -13,6 +13,7 @@ import type { SqliteDriver } from '../../src/auth/relay-db/sqlite.js';
 import { RelayKeySource, RelayDbBusyError, type RelayKeySourceOptions } from '../../src/auth/relay-db/source.js';
 import { hashKey } from '../../src/auth/keys.js';
 import { consoleKey, createRelayDb, DIALECTS, type Dialect, type RelayDbFixture, type RelayFlavour } from '../support/relay-db.js';
+import { sleep } from '../support/time.js';
 
 const quiet = pino({ level: 'silent' });
 
@@ -157,7 +158,7 @@ describe('relay keys: bounds', () => {
       await find(source, tokens[0]!.key); // schema read, first statement
       const before = lookups();
       const renewals = tokens.map((t) => find(source, t.key, true));
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
       expect(lookups() - before).toBe(0);
       expect(await Promise.all(renewals)).toHaveLength(5);
       expect(lookups() - before).toBe(1);

@@ -3,6 +3,7 @@ import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
 import { uniquePrefix } from '../support/redis.js';
+import { eventually, sleep } from '../support/time.js';
 
 describe('several replicas on one Redis', () => {
   let relay: RelayStandin;
@@ -48,14 +49,7 @@ describe('several replicas on one Redis', () => {
     expect(del.status).toBe(204);
     expect((await call(0)).status).toBe(401);
     const deadline = Date.now() + 1000;
-    for (const i of [1, 2]) {
-      let status = 200;
-      while (Date.now() < deadline && status === 200) {
-        status = (await call(i)).status;
-        if (status === 200) await new Promise((r) => setTimeout(r, 20));
-      }
-      expect(status).toBe(401);
-    }
+    for (const i of [1, 2]) await eventually(async () => expect((await call(i)).status).toBe(401), { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 20 });
   });
 
   it('see a key created on one replica on the others within 200 ms, even one that had just cached it as unknown', async () => {
@@ -63,7 +57,7 @@ describe('several replicas on one Redis', () => {
     const call = (i: number) => request(replicas[i]!.url, 'GET', '/v1/models', { headers: { authorization: `Bearer ${imported}` } });
     expect((await call(1)).status).toBe(401); // now remembered as unknown
     await replicas[0]!.createKey('importer', { key: imported });
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     expect((await call(1)).status).toBe(200);
     expect((await call(2)).status).toBe(200);
   });

@@ -158,17 +158,20 @@ describe('the PrometheusRule Component (deploy/components/prometheus-rule)', () 
   });
 });
 
+/** Grafana's placeholder for the datasource chosen at import (a literal, not a template string). */
+const DS_INPUT = '$' + '{DS_PROMETHEUS}';
+
 describe('the dashboard (deploy/observability/dashboard.json)', () => {
   const d = readDashboard();
 
   it('imports anywhere: the datasource is an input, every panel, query and variable uses it', () => {
     expect(d.__inputs).toEqual([expect.objectContaining({ name: 'DS_PROMETHEUS', type: 'datasource', pluginId: 'prometheus' })]);
     for (const p of allPanels(d).filter((p) => p.type !== 'row')) {
-      expect(p.datasource?.uid, p.title).toBe('${DS_PROMETHEUS}');
+      expect(p.datasource?.uid, p.title).toBe(DS_INPUT);
       expect(p.targets?.length, `${p.title} has no query`).toBeGreaterThan(0);
-      for (const t of p.targets!) expect(t.datasource?.uid, `${p.title} ${t.refId}`).toBe('${DS_PROMETHEUS}');
+      for (const t of p.targets!) expect(t.datasource?.uid, `${p.title} ${t.refId}`).toBe(DS_INPUT);
     }
-    for (const v of d.templating.list) expect(v.datasource?.uid, v.name).toBe('${DS_PROMETHEUS}');
+    for (const v of d.templating.list) expect(v.datasource?.uid, v.name).toBe(DS_INPUT);
     const ids = allPanels(d).map((p) => p.id);
     expect(new Set(ids).size).toBe(ids.length);
   });

@@ -16,6 +16,7 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, join } from 'node:path';
 import { Redis } from 'ioredis';
+import { eventually, GiveUp } from './time.js';
 
 export interface SpawnedRedis {
   /** `redis://127.0.0.1:<port>` */
@@ -138,8 +139,6 @@ export async function pingOnce(host: string, port: number, timeoutMs = 500): Pro
   });
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 interface Started {
   child: ChildProcess;
   tail: () => string;
@@ -182,27 +181,28 @@ function startServer(bin: string, port: number, dir: string, extraArgs: string[]
 }
 
 async function waitReady(started: Started, port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
   let gone = false;
   void started.exited.then(() => {
     gone = true;
   });
-  while (Date.now() < deadline) {
-    if (gone || started.child.pid === undefined) {
-      throw new Error(
-        `redis-server on port ${port} exited before answering PING ` +
-          `(exit code ${String(started.child.exitCode)}, signal ${String(started.child.signalCode)}).` +
-          (started.tail() ? `\nredis-server output:\n${started.tail()}` : ''),
-      );
-    }
-    if (await pingOnce('127.0.0.1', port, 250)) return;
-    await sleep(50);
+  try {
+    await eventually(
+      async () => {
+        if (gone || started.child.pid === undefined) {
+          throw new GiveUp(
+            `redis-server on port ${port} exited before answering PING ` +
+              `(exit code ${String(started.child.exitCode)}, signal ${String(started.child.signalCode)}).` +
+              (started.tail() ? `\nredis-server output:\n${started.tail()}` : ''),
+          );
+        }
+        if (!(await pingOnce('127.0.0.1', port, 250))) throw new Error('no answer to PING.' + (started.tail() ? `\nredis-server output:\n${started.tail()}` : ''));
+      },
+      { timeoutMs, intervalMs: 50, what: `redis-server on port ${port}` },
+    );
+  } catch (err) {
+    if (!(err instanceof GiveUp)) started.child.kill('SIGKILL');
+    throw err;
   }
-  started.child.kill('SIGKILL');
-  throw new Error(
-    `redis-server on port ${port} did not answer PING within ${timeoutMs} ms.` +
-      (started.tail() ? `\nredis-server output:\n${started.tail()}` : ''),
-  );
 }
 
 async function stop(started: Started, signal: NodeJS.Signals): Promise<void> {

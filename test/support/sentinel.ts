@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { findOnPath, freePort, pingOnce } from './redis.js';
+import { eventually } from './time.js';
 
 export interface Sentinels {
   /** The master's name the sentinels know it by. */
@@ -30,8 +31,6 @@ export interface SentinelOptions {
   name?: string;
   downAfterMs?: number;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export async function spawnSentinels(masterPort: number, opts: SentinelOptions = {}): Promise<Sentinels> {
   const bin = findOnPath('redis-server');
@@ -83,10 +82,7 @@ export async function spawnSentinels(masterPort: number, opts: SentinelOptions =
     }
     const deadline = Date.now() + 10_000;
     for (const port of ports) {
-      while (!(await pingOnce('127.0.0.1', port, 250))) {
-        if (Date.now() > deadline) throw new Error(`sentinel on port ${port} did not answer PING`);
-        await sleep(50);
-      }
+      await eventually(() => pingOnce('127.0.0.1', port, 250), { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 50, what: `sentinel on port ${port} to answer PING` });
     }
   } catch (err) {
     await kill();

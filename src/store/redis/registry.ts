@@ -64,6 +64,6 @@ export class KeyRegistry {
 }
 
 function toRecord(h: Record<string, string> | null): KeyRecord | null {
-  if (!h || !h.id || !h.hash || h.user === undefined) return null;
+  if (!h?.id || !h.hash || h.user === undefined) return null;
   return { id: h.id, user: h.user, name: h.name ?? '', createdAt: h.createdAt ?? '', hash: h.hash };
 }

@@ -79,6 +79,8 @@ export class RedisReplay {
       for (const i of at) out[i] = 'failed';
       return;
     }
-    at.forEach((i, j) => (out[i] = OUTCOMES[String(r[j])] ?? 'failed'));
+    at.forEach((i, j) => {
+      out[i] = OUTCOMES[String(r[j])] ?? 'failed';
+    });
   }
 }

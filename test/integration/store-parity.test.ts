@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { uniquePrefix } from '../../test/support/redis.js';
-import { MemoryStore } from './memory.js';
-import { RedisStore } from './redis/index.js';
-import { DAY_KEY_GRACE_MS, type LimitCheck, type Store } from './types.js';
+import { uniquePrefix } from '../support/redis.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { RedisStore } from '../../src/store/redis/index.js';
+import { DAY_KEY_GRACE_MS, type LimitCheck, type Store } from '../../src/store/types.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
