@@ -1,8 +1,11 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino, { type Logger, type LoggerOptions } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { accessFields, boundLogged, createAccessLog, LOGGED_FIELD_MAX_CHARS, redactPath, wantsAccessLine, type AccessRecord } from './access.js';
-import { createLogger } from './index.js';
+import { accessFields, boundLogged, createAccessLog, jsonString, LOGGED_FIELD_MAX_CHARS, redactPath, wantsAccessLine, type AccessRecord } from './access.js';
+import { createLogger, logDestination } from './index.js';
 import type { Outcome } from '../answers/outcome.js';
 
 function sink(): { stream: Writable; text: () => string; clear: () => void } {
@@ -29,15 +32,26 @@ const strings = [
   '',
   'with "quotes"',
   'back\\slash',
+  '\\"',
   'tab\there',
   'nl\nand\u0000nul\u001f',
   'del\u007f',
+  'line\u2028sep\u2029',
   'café ünïcode',
   '模型-名称',
   'emoji 🚀 pair',
-  'x'.repeat(150) + '"', // pino's long-string path
+  'lone \ud800 high',
+  'lone \udc00 low',
+  '\udbff',
+  '🚀'.slice(1) + 'reversed' + '🚀'.slice(0, 1),
+  'x'.repeat(150) + '"', // pino's long-string path (JSON.stringify)
+  'y'.repeat(99) + '\ud800', // pino's short-string path, at its edge
+  'z'.repeat(300) + '\\', // over LOGGED_FIELD_MAX_CHARS
   '</script><script>',
+  '{"level":60}',
 ];
+
+const TIME = Date.UTC(2026, 10, 23, 4, 20, 0, 123);
 
 describe('access line', () => {
   afterEach(() => vi.restoreAllMocks());
@@ -49,21 +63,89 @@ describe('access line', () => {
     return { direct: createAccessLog(pino(options, a.stream)), reference: pino(options, b.stream), a, b };
   }
 
-  it('writes exactly the bytes pino would, for every field set and client string', () => {
-    vi.spyOn(performance, 'now').mockReturnValue(NOW);
-    const { direct, reference, a, b } = pair();
-    const records: AccessRecord[] = [base];
+  /** Every field absent and present, every client string in every string field, odd numbers. */
+  function records(): AccessRecord[] {
+    const out: AccessRecord[] = [base];
     for (const s of strings) {
-      records.push({ ...base, path: `/v1beta/models/${s}:generateContent`, model: s, ip: s, id: s });
-      records.push({ ...base, user: s, keyId: s, shadow: `free_tier:${s}`, freeTier: true, status: 429, decidedMs: 0.456789, upstreamMs: 101.239 });
+      out.push({ ...base, path: `/v1beta/models/${s}:generateContent`, model: s, ip: s, id: s, method: s });
+      out.push({ ...base, path: s, user: s, keyId: s, shadow: `free_tier:${s}`, freeTier: true, reason: s, status: 429, decidedMs: 0.456789, upstreamMs: 101.239 });
     }
-    records.push({ ...base, model: null, freeTier: false, status: 200, decidedMs: 0, upstreamMs: null });
-    for (const r of records) {
-      direct(r, 'admitted');
-      pinoLine(reference, r, 'admitted', Math.round(12.3456 * 100) / 100);
-    }
+    out.push({ ...base, path: `/sk-${'Ab1'.repeat(12)}/v1/models`, model: 'm'.repeat(5000) });
+    out.push({ ...base, model: null, freeTier: false, status: 200, decidedMs: 0, upstreamMs: null });
+    out.push({ ...base, user: undefined, keyId: undefined, model: undefined, reason: undefined, status: 0, decidedMs: Number.NaN, upstreamMs: 1e21 });
+    out.push({ ...base, status: 502, decidedMs: -0.004, upstreamMs: 0.005, start: NOW - 1e-9 });
+    return out;
+  }
+
+  /**
+   * sluice's own logger (createLogger: its options, its redaction) writing each record as the
+   * gateway does, against the same logger's pino writing accessFields as log.info: the line
+   * operators' pipelines read, for a record that stands for every case.
+   */
+  function compare(setUp: (log: Logger) => void = () => {}): void {
+    vi.spyOn(performance, 'now').mockReturnValue(NOW);
+    vi.spyOn(Date, 'now').mockReturnValue(TIME);
+    const a = sink();
+    const b = sink();
+    const direct = createLogger('info', a.stream);
+    const reference = createLogger('info', b.stream);
+    const access = createAccessLog(direct);
+    const rs = records();
+    const decisions: Outcome[] = ['admitted', 'unauthorized', 'free_tier_minute', 'upstream_aborted'];
+    rs.forEach((r, i) => {
+      // After the first line: the bindings as they are when each line is written.
+      if (i === 1) {
+        setUp(direct);
+        setUp(reference);
+      }
+      const d = decisions[i % decisions.length]!;
+      access(r, d);
+      pinoLine(reference, r, d, Math.round((NOW - r.start) * 100) / 100);
+    });
+    const got = a.text().split('\n');
+    const want = b.text().split('\n');
+    expect(got).toHaveLength(rs.length + 1);
+    // Field for field, in order, as a pipeline reads them; then byte for byte.
+    got.forEach((line, i) => {
+      if (line === '') return;
+      const g = JSON.parse(line) as Record<string, unknown>;
+      const w = JSON.parse(want[i]!) as Record<string, unknown>;
+      expect(Object.entries(g), `record ${i}`).toEqual(Object.entries(w));
+      expect(line, `record ${i}`).toBe(want[i]);
+    });
     expect(a.text()).toBe(b.text());
-    expect(a.text().trim().split('\n')).toHaveLength(records.length);
+  }
+
+  it('writes exactly the line pino writes for the same record, every field and client string', () => {
+    compare();
+  });
+
+  it('writes exactly the line pino writes with bindings set on the logger while it writes', () => {
+    compare((log) => log.setBindings({ replica: 'r-1', odd: 'q"\\\ud800' }));
+  });
+
+  it('builds the line itself on sluice’s own logger, without log.info', () => {
+    const a = sink();
+    const log = createLogger('info', a.stream);
+    const info = vi.spyOn(log, 'info');
+    createAccessLog(log)(base, 'admitted');
+    expect(info).not.toHaveBeenCalled();
+    expect(JSON.parse(a.text())).toMatchObject({ level: 30, svc: 'sluice', reqId: 'req-1', msg: 'request' });
+  });
+
+  it('writes onto the logger’s own destination, in order with its other lines', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'sluice-access-')), 'out.log');
+    const dest = logDestination(file);
+    const log = createLogger('info', dest);
+    const access = createAccessLog(log);
+    log.info('before');
+    access(base, 'admitted');
+    log.warn('after');
+    access({ ...base, id: 'req-2' }, 'unauthorized');
+    await new Promise<void>((resolve, reject) => log.flush((err) => (err ? reject(err) : resolve())));
+    const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { msg: string; reqId?: string });
+    expect(lines.map((l) => l.reqId ?? l.msg)).toEqual(['before', 'req-1', 'after', 'req-2']);
+    dest.sink.destroy();
   });
 
   it('escapes a lone surrogate, so the line stays valid JSON that reads back as sent', () => {
@@ -147,6 +229,27 @@ describe('access line', () => {
   });
 });
 
+describe('the access line’s string escape', () => {
+  it('is JSON.stringify for every UTF-16 code unit, alone and among others, and for pairs and random strings', () => {
+    const differs: number[] = [];
+    for (let c = 0; c <= 0xffff; c++) {
+      const ch = String.fromCharCode(c);
+      for (const s of [ch, `a${ch}b`, `${ch}${ch}`]) if (jsonString(s) !== JSON.stringify(s)) differs.push(c);
+    }
+    expect(differs).toEqual([]);
+    for (const s of ['🚀', 'a🚀b', '\ud83d\ude80\ud83d', '', ' ', '~', '/v1/chat/completions']) expect(jsonString(s)).toBe(JSON.stringify(s));
+    // Random strings over the edges of each class: controls, `"`, `\\`, DEL, Latin-1, surrogates.
+    const pool = [0, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7e, 0x7f, 0x80, 0xff, 0x2028, 0xd7ff, 0xd800, 0xdbff, 0xdc00, 0xdfff, 0xe000, 0xfffd, 0xffff, 0x61, 0x2f];
+    let seed = 1;
+    const next = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    for (let i = 0; i < 20_000; i++) {
+      let s = '';
+      for (let n = next() % 12; n > 0; n--) s += String.fromCharCode(pool[next() % pool.length]!);
+      expect(jsonString(s), JSON.stringify(s)).toBe(JSON.stringify(s));
+    }
+  });
+});
+
 describe('accessLog setting', () => {
   it('all: every request; errors: anything not admitted, a status of 400 or more, or no answer; off: none', () => {
     const statuses = [200, 204, 304, 399, 400, 401, 429, 499, 502, undefined];
@@ -188,7 +291,7 @@ describe('keys in the logged path', () => {
     const a = sink();
     const b = sink();
     const r = { ...base, path: `/${sluiceKey}/v1/models` };
-    createAccessLog(pino({}, a.stream))(r, 'unauthorized');
+    createAccessLog(createLogger('info', a.stream))(r, 'unauthorized');
     createAccessLog(pino({ redact: ['ip'] }, b.stream))(r, 'unauthorized');
     for (const text of [a.text(), b.text()]) {
       expect(text).not.toContain(sluiceKey.slice(3));

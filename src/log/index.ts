@@ -3,6 +3,7 @@
  * never logged; a user id and a key id are enough to follow a request.
  */
 import { writeSync } from 'node:fs';
+import type { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { CONFIG_REDACT_PATHS, REDACTED } from '../config/schema.js';
 
@@ -10,7 +11,8 @@ import { CONFIG_REDACT_PATHS, REDACTED } from '../config/schema.js';
  * Named exactly, never with wildcards: a wildcard path (`*.key`) makes pino walk every field of
  * every line, the per-request access line included. The
  * only nested object sluice logs is the config on reload, already through publicConfig; its
- * secrets are named here as well, in case that ever changes.
+ * secrets are named here as well, in case that ever changes. No access-line field is named here:
+ * that line is built without pino's redaction (src/log/access.ts), and its test fails if one is.
  */
 const REDACT_PATHS = [
   'req.headers.authorization',
@@ -178,6 +180,17 @@ export function escapeLoneSurrogates(line: string): string {
     : line.replace(LONE_SURROGATE, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
 
+/**
+ * Bumped whenever pino serializes bindings (a logger made, a child, `setBindings`): an own
+ * logger's InfoLine keeps its bindings serialized and reads them again only after a change.
+ * Counted through `formatters.bindings`, pino's public hook on exactly that event.
+ */
+let bindingsVersion = 0;
+function countBindings(bindings: pino.Bindings): pino.Bindings {
+  bindingsVersion++;
+  return bindings;
+}
+
 /** sluice's logger options: what every line of `createLogger` is written with. */
 export function loggerOptions(level: string): pino.LoggerOptions {
   return {
@@ -186,10 +199,49 @@ export function loggerOptions(level: string): pino.LoggerOptions {
     // A value that is there is censored; an unset one (null) is shown as such: "[redacted]" means set.
     redact: { paths: REDACT_PATHS, censor: (v: unknown) => (v === null || v === undefined ? v : REDACTED) },
     timestamp: isoTimeCached,
+    formatters: { bindings: countBindings },
     hooks: { streamWrite: escapeLoneSurrogates },
   };
 }
 
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino(loggerOptions(level), destination ?? logDestination());
+/** Where a logger of createLogger writes: its own held stdout, or a stream a test reads. */
+export type LineDestination = HeldDestination | Writable;
+
+/** The loggers createLogger made, with where each writes. */
+const destinations = new WeakMap<Logger, LineDestination>();
+
+export function createLogger(level: string, destination: LineDestination = logDestination()): Logger {
+  const log = pino(loggerOptions(level), destination);
+  destinations.set(log, destination);
+  return log;
+}
+
+/**
+ * Writes one info line whose fields are already serialized (`,"key":value` each, `"msg"` last) as
+ * the logger itself would write it: `{"level":30,"time":…` and its bindings first, `}` and a
+ * newline after, onto the same destination, so the line keeps its place among the others and is
+ * flushed with them. The caller checks `log.isLevelEnabled('info')` first, and serializes its
+ * fields as pino would (JSON.stringify for strings, no key the redaction names).
+ */
+export type InfoLine = (fields: string) => void;
+
+/**
+ * The InfoLine of a logger createLogger made, whose options are known (loggerOptions); undefined
+ * for any other logger (a child, a test's own pino), which writes its lines itself.
+ */
+export function infoLine(log: Logger): InfoLine | undefined {
+  const destination = destinations.get(log);
+  if (destination === undefined) return undefined;
+  let seen = -1;
+  let bound = '';
+  return (fields) => {
+    if (seen !== bindingsVersion) {
+      seen = bindingsVersion;
+      // `{"svc":"sluice",…}` without its braces: what pino writes after the time. JSON.stringify
+      // escapes a lone surrogate as the streamWrite hook does.
+      bound = JSON.stringify(log.bindings()).slice(1, -1);
+      if (bound !== '') bound = `,${bound}`;
+    }
+    destination.write(`{"level":30${isoTimeCached()}${bound}${fields}}\n`);
+  };
 }

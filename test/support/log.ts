@@ -1,7 +1,10 @@
-/** A pino logger whose lines a test reads, parsed, as sluice writes them (its own options: redaction included). */
+/**
+ * sluice's own logger (createLogger: its options, redaction included, and the access line built as
+ * in production) writing to lines a test reads, parsed.
+ */
 import { Writable } from 'node:stream';
-import pino from 'pino';
-import { loggerOptions } from '../../src/log/index.js';
+import type pino from 'pino';
+import { createLogger } from '../../src/log/index.js';
 
 export interface CapturedLog {
   log: pino.Logger;
@@ -15,8 +18,8 @@ export interface CapturedLog {
 export function capturedLog(level = 'info'): CapturedLog {
   const raw: string[] = [];
   const lines: Array<Record<string, unknown>> = [];
-  const log = pino(
-    loggerOptions(level),
+  const log = createLogger(
+    level,
     new Writable({
       write(chunk: Buffer, _enc, cb) {
         for (const l of chunk.toString('utf8').split('\n')) {
