@@ -8,6 +8,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { createAdminHandler } from './admin/server.js';
+import { SocketRefusals, socketRefusalBytes, type SocketRefusal } from './answers/refusals.js';
 import { lookupKeyOwner } from './admin/key-lookup.js';
 import { KeyService } from './admin/keys.js';
 import { Authenticator, storeKeySource, type AuthenticatorOptions, type KeySource } from './auth/authenticator.js';
@@ -207,20 +208,20 @@ export function createSluice(opts: SluiceOptions): Sluice {
   publicServer.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     // The response of a request still arriving (its body, mostly), if any.
     const inFlight = (socket as Duplex & { _httpMessage?: http.ServerResponse | null })._httpMessage ?? null;
-    let status: string;
+    let refusal: SocketRefusal;
     if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
       metrics.requestTimeouts.inc();
       // A request the gateway is reading gets the relay's JSON shape and its access line.
       if (inFlight !== null && gateway.requestTimedOut(inFlight, config.server.requestTimeoutSeconds)) return;
-      status = '408 Request Timeout';
+      refusal = SocketRefusals.HEADERS_TIMEOUT;
       log.debug({ code: err.code }, 'request headers not received in time');
     } else {
-      status = err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+      refusal = err.code === 'HPE_HEADER_OVERFLOW' ? SocketRefusals.HEADERS_TOO_LARGE : SocketRefusals.MALFORMED;
       log.debug({ err: err.message, code: err.code }, 'malformed request from client');
     }
     if (socket.writable && !socket.destroyed && (inFlight === null || !inFlight.headersSent)) {
       // Closed once written: a client that never closes its side must not keep the connection (and a place under the cap).
-      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`, () => socket.destroy());
+      socket.end(socketRefusalBytes(refusal), () => socket.destroy());
     } else {
       socket.destroy();
     }
