@@ -221,13 +221,12 @@ export function createGateway(d: GatewayDeps): Gateway {
     if (wantsAccessLine(d.policy().config.accessLog, decision, t.status)) accessLog(t, decision);
   }
 
-  // A limiter answers a refused subject's retry from memory, without a promise, while the store
-  // could only repeat itself (limits.rememberRefusalsSeconds): counted so operators see it. The
-  // answer leaves at the end of the turn, with the others of the turn (src/runtime/turn-batch.ts).
-  async function remembered<V>(verdict: V, limit: string): Promise<V> {
+  // A limiter answers a refused subject's retry from memory while the store could only repeat
+  // itself (limits.rememberRefusalsSeconds): counted so operators see it. The answer leaves at the
+  // end of the turn, with the others of the turn (src/runtime/turn-batch.ts).
+  async function remembered(limit: string): Promise<void> {
     metrics.rememberedRefusals.inc({ limit });
     await atTurnEnd();
-    return verdict;
   }
 
   function shadowReject(t: Trace, limit: string, reason: string): void {
@@ -260,9 +259,9 @@ export function createGateway(d: GatewayDeps): Gateway {
     // 2. Per-IP limits, before authentication: every request counts.
     const rule = p.ipLimiter.match(target.path);
     if (rule) {
-      const asked = p.ipLimiter.admit(rule, t.ip);
-      const v = await (asked instanceof Promise ? asked : remembered(asked, `ip:${rule.name}`));
+      const v = await p.ipLimiter.admit(rule, t.ip);
       if (!v.admitted) {
+        if (v.remembered) await remembered(`ip:${rule.name}`);
         if (rule.shadow) shadowReject(t, `ip:${rule.name}`, 'window');
         else return refuse(res, t, Refusals.IP_LIMITED, { params: { retryAfter: v.retryAfterSeconds } });
       }
@@ -278,9 +277,8 @@ export function createGateway(d: GatewayDeps): Gateway {
 
     // 3. Authenticate.
     const presented = presentedKeys(req.headers, route, req.rawHeaders);
-    const known = d.authenticator.cached(presented);
     // Failures count per address bucket, as the per-IP limits do: an IPv6 client's whole /64 is one.
-    const auth = known ?? (await d.authenticator.authenticate(presented, addressBucket(t.ip, p.config.ipv6Prefix)));
+    const auth = await d.authenticator.authenticate(presented, addressBucket(t.ip, p.config.ipv6Prefix));
     if (!auth.ok) {
       if (auth.reason === 'unavailable') {
         t.reason = 'lookup_failed';
@@ -301,7 +299,7 @@ export function createGateway(d: GatewayDeps): Gateway {
         t.user = auth.user;
       }
       // A key judged from memory: the answer leaves with the turn's other answers (src/runtime/turn-batch.ts).
-      if (known !== null || guarded) await atTurnEnd();
+      if (auth.remembered) await atTurnEnd();
       if (res.destroyed) return;
       if (auth.reason === 'lookup_ceiling') {
         return refuse(res, t, Refusals.LOOKUP_CEILING, { params: { retryAfter: auth.retryAfterSeconds } });
@@ -339,9 +337,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       body = r.body;
     }
     const maxDecoded = p.config.maxDecodedBodyBytes;
-    const read = requestedModel(t.method, target.path, req.headers, body, maxDecoded, prepass, t.lease, route, target.query);
-    // Only a compressed body gives a promise (it is decoded off the event loop): no tick for the rest.
-    const m = read instanceof Promise ? await read : read;
+    const m = await requestedModel(t.method, target.path, req.headers, body, maxDecoded, prepass, t.lease, route, target.query);
     // A client that left while sluice waited on it (key lookup, body, decoding) has had its log
     // line; the free tier counts nothing for it and nothing is forwarded.
     if (res.destroyed) return;
@@ -358,8 +354,8 @@ export function createGateway(d: GatewayDeps): Gateway {
     // The RateLimit fields of this free call's answer (none in shadow mode); the relay's own, if it sends any, win.
     let rateLimit: Record<string, string> | undefined;
     if (free) {
-      const asked = p.freeTier.admit(auth.identity.user);
-      const v = await (asked instanceof Promise ? asked : remembered(asked, 'free_tier'));
+      const v = await p.freeTier.admit(auth.identity.user);
+      if (!v.admitted && v.remembered) await remembered('free_tier');
       const shadow = p.config.freeTier.shadow;
       if (!shadow) {
         const fields = p.freeTier.rateLimitFields(v);

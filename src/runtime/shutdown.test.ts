@@ -1,10 +1,10 @@
 import { Writable } from 'node:stream';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { closeInOrder } from './shutdown.js';
 
 /** A logger whose lines (parsed) the test reads. */
-function capturedLog(): { log: pino.Logger; lines: Array<Record<string, unknown>> } {
+function capturedLog(): { log: Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
