@@ -141,11 +141,6 @@ function keepsConnection(res: ServerResponse, t: Trace): boolean {
   return length > 0 && length <= SMALL_UNREAD_BODY_BYTES;
 }
 
-const TRACE = Symbol('sluice.trace');
-interface Traced {
-  [TRACE]?: Trace;
-}
-
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
 export interface Gateway extends RequestHandler {
@@ -166,6 +161,8 @@ export interface Gateway extends RequestHandler {
 export function createGateway(d: GatewayDeps): Gateway {
   const { log, metrics } = d;
   const accessLog = createAccessLog(log);
+  /** Each response's trace, for what finds the response alone (its close, the server's request timeout). */
+  const traces = new WeakMap<ServerResponse, Trace>();
 
   function decided(t: Trace): void {
     t.decidedMs = performance.now() - t.start;
@@ -422,8 +419,8 @@ export function createGateway(d: GatewayDeps): Gateway {
   }
 
   // One listener function for every response (not a closure per request); it finds its trace on the response.
-  function onResponseClose(this: ServerResponse & Traced): void {
-    const t = this[TRACE]!;
+  function onResponseClose(this: ServerResponse): void {
+    const t = traces.get(this)!;
     metrics.inflight--;
     if (t.lease !== null) t.lease.release();
     // A client that left before any answer still gets its line.
@@ -445,7 +442,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       lease: null,
     };
     metrics.inflight++;
-    (res as ServerResponse & Traced)[TRACE] = t;
+    traces.set(res, t);
     res.on('close', onResponseClose);
     if (d.draining()) res.setHeader('connection', 'close');
     handle(req, res, t).catch((err: unknown) => {
@@ -463,7 +460,7 @@ export function createGateway(d: GatewayDeps): Gateway {
   const gateway = ((req, res) => start(req, res, false)) as Gateway;
   gateway.checkContinue = (req, res) => start(req, res, true);
   gateway.requestTimedOut = (res, seconds) => {
-    const t = (res as ServerResponse & Traced)[TRACE];
+    const t = traces.get(res);
     if (t === undefined || t.logged || res.headersSent || res.destroyed) return false;
     refuse(res, t, Refusals.REQUEST_TIMEOUT, { params: { seconds } });
     return true;
