@@ -161,7 +161,7 @@ export interface Gateway extends RequestHandler {
 export function createGateway(d: GatewayDeps): Gateway {
   const { log, metrics } = d;
   const accessLog = createAccessLog(log);
-  /** Each response's trace, for what finds the response alone (its close, the server's request timeout). */
+  /** Each response's trace, for the server's request timeout, which finds the response alone. */
   const traces = new WeakMap<ServerResponse, Trace>();
 
   function decided(t: Trace): void {
@@ -418,13 +418,11 @@ export function createGateway(d: GatewayDeps): Gateway {
     });
   }
 
-  // One listener function for every response (not a closure per request); it finds its trace on the response.
-  function onResponseClose(this: ServerResponse): void {
-    const t = traces.get(this)!;
+  function responseClosed(res: ServerResponse, t: Trace): void {
     metrics.inflight--;
     if (t.lease !== null) t.lease.release();
     // A client that left before any answer still gets its line.
-    if (!t.logged && t.decision === undefined && !this.writableFinished) {
+    if (!t.logged && t.decision === undefined && !res.writableFinished) {
       t.decision = 'client_aborted';
       done(t);
     }
@@ -443,7 +441,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     };
     metrics.inflight++;
     traces.set(res, t);
-    res.on('close', onResponseClose);
+    res.on('close', () => responseClosed(res, t));
     if (d.draining()) res.setHeader('connection', 'close');
     handle(req, res, t).catch((err: unknown) => {
       if (err instanceof StoreUnavailableError) {
