@@ -384,8 +384,6 @@ export function createGateway(d: GatewayDeps): Gateway {
       bodyLength: body === null ? null : body.length,
     });
     req.url = target.forwardUrl;
-    // The body is in hand and sent at once: the relay has nothing to invite.
-    if (req.headers.expect !== undefined) delete req.headers.expect;
     let intercept: Intercept | undefined;
     // The relay's 429 on an admitted free call means its own upstream free tier is busy.
     if (free) intercept = replaceAnswer(res, t, isRelay429, Refusals.FREE_TIER_UPSTREAM, { params: { rateLimit } });
