@@ -15,9 +15,10 @@ import { declaredLength, dropRest, hasBody, readBody } from './http/body.js';
 import { addressBucket } from './http/address-bucket.js';
 import { resolveClientIp } from './http/client-ip.js';
 import type { Clock } from './runtime/clock.js';
-import { BodyBudgetExceededError, Errors, sendError, StoreUnavailableError, type ErrorSpec, type SendErrorOptions } from './answers/errors.js';
+import { BodyBudgetExceededError, StoreUnavailableError } from './answers/errors.js';
+import { Refusals, sendRefusal, type Refusal, type RefusalArgs } from './answers/refusals.js';
 import { connectionNamesJudgedField, prepareRequestHeaders } from './forward/headers.js';
-import { OWN_STATUS, type ForwardResult, type Forwarder } from './forward/proxy.js';
+import type { ForwardResult, Forwarder } from './forward/proxy.js';
 import type { Metrics } from './metrics/index.js';
 import { RELAY_DB_SOURCE } from './auth/relay-db/source.js';
 import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.js';
@@ -59,20 +60,13 @@ interface Trace extends AccessRecord {
 
 type Intercept = (upstream: IncomingMessage) => boolean;
 
-/** A relay answer that `matches` is replaced by sluice's own error, recorded as `decision`. */
-function replaceAnswer(
-  res: ServerResponse,
-  t: Trace,
-  matches: Intercept,
-  decision: Outcome,
-  err: ErrorSpec,
-  headers: () => Record<string, string>,
-): Intercept {
+/** A relay answer that `matches` is replaced by one of sluice's refusals. */
+function replaceAnswer<P>(res: ServerResponse, t: Trace, matches: Intercept, r: Refusal<Outcome, P>, ...[opts]: RefusalArgs<P>): Intercept {
   return (up) => {
     if (!matches(up)) return false;
-    t.decision = decision;
-    t.status = err.status;
-    sendError(res, err, t.id, { headers: t.cors ? { ...CORS_NORMAL, ...headers() } : headers() });
+    t.decision = r.outcome;
+    t.status = r.status;
+    sendRefusal(res, r, t.id, ...([{ ...opts, cors: t.cors ? CORS_NORMAL : undefined }] as RefusalArgs<P>));
     return true;
   };
 }
@@ -131,7 +125,7 @@ const QUERY_FAMILIES: ReadonlySet<RouteFamily> = new Set(['usage_query', 'api', 
 
 /**
  * A refused request's body this small, still arriving, is read and dropped instead of closing the
- * connection (answers/errors.ts closes a connection answered before its body): a client refused again and
+ * connection (answers/refusals.ts closes a connection answered before its body): a client refused again and
  * again (a wrong key, an address over its limit) would otherwise pay a new connection per request,
  * and sluice with it. A larger body, or one a client waits to be invited to send, still closes, and
  * so does one whose rest is not in within `server.headersTimeoutSeconds`: a refused client holds a
@@ -145,11 +139,6 @@ function keepsConnection(res: ServerResponse, t: Trace): boolean {
   if (!res.shouldKeepAlive || t.expectsContinue || req.complete || req.destroyed || req.headers['transfer-encoding'] !== undefined) return false;
   const length = declaredLength(req);
   return length > 0 && length <= SMALL_UNREAD_BODY_BYTES;
-}
-
-const TRACE = Symbol('sluice.trace');
-interface Traced {
-  [TRACE]?: Trace;
 }
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -172,21 +161,25 @@ export interface Gateway extends RequestHandler {
 export function createGateway(d: GatewayDeps): Gateway {
   const { log, metrics } = d;
   const accessLog = createAccessLog(log);
+  /** Each response's trace, for the server's request timeout, which finds the response alone. */
+  const traces = new WeakMap<ServerResponse, Trace>();
 
   function decided(t: Trace): void {
     t.decidedMs = performance.now() - t.start;
     metrics.observeDecision(t.family, t.decidedMs / 1000);
   }
 
-  function reject(res: ServerResponse, t: Trace, decision: Outcome, err: ErrorSpec, opts: SendErrorOptions = {}): void {
+  /** Answers with one of sluice's refusals (src/answers/refusals.ts), and logs and counts the request. */
+  function refuse<P>(res: ServerResponse, t: Trace, r: Refusal<Outcome, P>, ...[opts]: RefusalArgs<P>): void {
     decided(t);
-    t.decision = decision;
-    t.status = err.status;
-    if (!opts.close && !opts.dropsRest && keepsConnection(res, t)) {
+    t.decision = r.outcome;
+    t.status = r.status;
+    let dropsRest = opts?.dropsRest === true;
+    if (!r.close && !dropsRest && keepsConnection(res, t)) {
       dropRest(res.req, SMALL_UNREAD_BODY_BYTES, d.policy().config.server.headersTimeoutSeconds * 1000);
-      opts = { ...opts, dropsRest: true };
+      dropsRest = true;
     }
-    sendError(res, err, t.id, t.cors ? { ...opts, headers: { ...CORS_NORMAL, ...opts.headers } } : opts);
+    sendRefusal(res, r, t.id, ...([{ ...opts, dropsRest, cors: t.cors ? CORS_NORMAL : undefined }] as RefusalArgs<P>));
     done(t);
   }
 
@@ -201,13 +194,13 @@ export function createGateway(d: GatewayDeps): Gateway {
    * still arriving: the kernel resets the connection, and a client still writing its body sees
    * EPIPE or ECONNRESET instead of the answer. There the answer waits until the rest has been read.
    */
-  function rejectBusy(res: ServerResponse, t: Trace, req: IncomingMessage): void {
+  function refuseBusy(res: ServerResponse, t: Trace, req: IncomingMessage): void {
     metrics.bodyBudgetRefusals.inc();
     const dropsRest = !t.expectsContinue && !req.complete && !req.destroyed;
     const answer = (): void => {
       // The request timeout may have answered (408) while the rest was arriving.
       if (t.logged || res.headersSent || res.destroyed) return;
-      reject(res, t, 'busy', Errors.BODIES_BUSY, { headers: { 'retry-after': '1' }, dropsRest });
+      refuse(res, t, Refusals.BUSY, { dropsRest });
     };
     if (!dropsRest) return answer();
     dropRest(req, d.policy().config.maxBodyBytes);
@@ -225,13 +218,12 @@ export function createGateway(d: GatewayDeps): Gateway {
     if (wantsAccessLine(d.policy().config.accessLog, decision, t.status)) accessLog(t, decision);
   }
 
-  // A limiter answers a refused subject's retry from memory, without a promise, while the store
-  // could only repeat itself (limits.rememberRefusalsSeconds): counted so operators see it. The
-  // answer leaves at the end of the turn, with the others of the turn (src/runtime/turn-batch.ts).
-  async function remembered<V>(verdict: V, limit: string): Promise<V> {
+  // A limiter answers a refused subject's retry from memory while the store could only repeat
+  // itself (limits.rememberRefusalsSeconds): counted so operators see it. The answer leaves at the
+  // end of the turn, with the others of the turn (src/runtime/turn-batch.ts).
+  async function remembered(limit: string): Promise<void> {
     metrics.rememberedRefusals.inc({ limit });
     await atTurnEnd();
-    return verdict;
   }
 
   function shadowReject(t: Trace, limit: string, reason: string): void {
@@ -246,7 +238,7 @@ export function createGateway(d: GatewayDeps): Gateway {
 
     // 1. Classify.
     const target = parseTarget(req.url);
-    if (!target) return reject(res, t, 'bad_request', Errors.BAD_REQUEST, { params: { reason: invalidTargetReason(req.url) }, close: true });
+    if (!target) return refuse(res, t, Refusals.BAD_PATH, { params: { reason: invalidTargetReason(req.url) } });
     t.path = target.path;
     const route = routeOf(target.path);
     t.family = route.family;
@@ -256,7 +248,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     // against any limit or asks the key store anything, as a path read two ways is.
     const stripped = connectionNamesJudgedField(req.headers.connection);
     if (stripped !== null) {
-      return reject(res, t, 'bad_request', Errors.BAD_REQUEST, {
+      return refuse(res, t, Refusals.BAD_REQUEST, {
         params: { reason: `the Connection header names ${stripped}, which sluice reads or rewrites; forwarded, it would be removed before the relay saw it` },
       });
     }
@@ -264,11 +256,11 @@ export function createGateway(d: GatewayDeps): Gateway {
     // 2. Per-IP limits, before authentication: every request counts.
     const rule = p.ipLimiter.match(target.path);
     if (rule) {
-      const asked = p.ipLimiter.admit(rule, t.ip);
-      const v = await (asked instanceof Promise ? asked : remembered(asked, `ip:${rule.name}`));
+      const v = await p.ipLimiter.admit(rule, t.ip);
       if (!v.admitted) {
+        if (v.remembered) await remembered(`ip:${rule.name}`);
         if (rule.shadow) shadowReject(t, `ip:${rule.name}`, 'window');
-        else return reject(res, t, 'ip_limited', Errors.IP_RATE_LIMITED, { headers: { 'retry-after': String(v.retryAfterSeconds) } });
+        else return refuse(res, t, Refusals.IP_LIMITED, { params: { retryAfter: v.retryAfterSeconds } });
       }
     }
 
@@ -282,16 +274,14 @@ export function createGateway(d: GatewayDeps): Gateway {
 
     // 3. Authenticate.
     const presented = presentedKeys(req.headers, route, req.rawHeaders);
-    const known = d.authenticator.cached(presented);
     // Failures count per address bucket, as the per-IP limits do: an IPv6 client's whole /64 is one.
-    const auth = known ?? (await d.authenticator.authenticate(presented, addressBucket(t.ip, p.config.ipv6Prefix)));
+    const auth = await d.authenticator.authenticate(presented, addressBucket(t.ip, p.config.ipv6Prefix));
     if (!auth.ok) {
       if (auth.reason === 'unavailable') {
         t.reason = 'lookup_failed';
-        // The client gets the same 503 either way; operators see which outage it was.
-        const outcome = auth.source === RELAY_DB_SOURCE ? 'relay_db_unavailable' : 'store_unavailable';
         log.warn({ reqId: t.id, source: auth.source, err: String(auth.error) }, 'key source unreachable and the key was not seen recently: cannot judge it');
-        return reject(res, t, outcome, Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': '1' } });
+        // The client gets the same 503 either way; operators see which outage it was.
+        return refuse(res, t, auth.source === RELAY_DB_SOURCE ? Refusals.RELAY_DB_UNAVAILABLE : Refusals.STORE_UNAVAILABLE);
       }
       // A key the replica does not know, refused without a lookup (src/auth/lookup-guard.ts): the
       // client address spent its failures (401), or the replica is at its ceiling (503: the key
@@ -306,12 +296,12 @@ export function createGateway(d: GatewayDeps): Gateway {
         t.user = auth.user;
       }
       // A key judged from memory: the answer leaves with the turn's other answers (src/runtime/turn-batch.ts).
-      if (known !== null || guarded) await atTurnEnd();
+      if (auth.remembered) await atTurnEnd();
       if (res.destroyed) return;
       if (auth.reason === 'lookup_ceiling') {
-        return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': String(auth.retryAfterSeconds) } });
+        return refuse(res, t, Refusals.LOOKUP_CEILING, { params: { retryAfter: auth.retryAfterSeconds } });
       }
-      return reject(res, t, 'unauthorized', Errors.UNAUTHORIZED);
+      return refuse(res, t, Refusals.UNAUTHORIZED);
     }
     t.user = auth.identity.user;
     t.keyId = auth.identity.id;
@@ -323,8 +313,8 @@ export function createGateway(d: GatewayDeps): Gateway {
     if (hasBody(req)) {
       // The declared size is judged before the body is read, and before a client that asked for it is invited to send it.
       const declared = declaredLength(req);
-      if (declared > max) return reject(res, t, 'too_large', Errors.BODY_TOO_LARGE, { params: { limit: max } });
-      if (declared > d.budget.free) return rejectBusy(res, t, req);
+      if (declared > max) return refuse(res, t, Refusals.BODY_TOO_LARGE, { params: { limit: max } });
+      if (declared > d.budget.free) return refuseBusy(res, t, req);
       if (t.expectsContinue) {
         res.writeContinue();
         t.expectsContinue = false;
@@ -334,8 +324,8 @@ export function createGateway(d: GatewayDeps): Gateway {
       prepass = modelPrepass(t.method, target.path, req.headers, route);
       const r = await readBody(req, max, prepass, lease);
       if (!r.ok) {
-        if (r.reason === 'too_large') return reject(res, t, 'too_large', Errors.BODY_TOO_LARGE, { params: { limit: max } });
-        if (r.reason === 'busy') return rejectBusy(res, t, req);
+        if (r.reason === 'too_large') return refuse(res, t, Refusals.BODY_TOO_LARGE, { params: { limit: max } });
+        if (r.reason === 'busy') return refuseBusy(res, t, req);
         if (t.logged) return; // answered 408 when the request timeout cut it
         t.decision = r.reason;
         res.destroy();
@@ -344,16 +334,14 @@ export function createGateway(d: GatewayDeps): Gateway {
       body = r.body;
     }
     const maxDecoded = p.config.maxDecodedBodyBytes;
-    const read = requestedModel(t.method, target.path, req.headers, body, maxDecoded, prepass, t.lease, route, target.query);
-    // Only a compressed body gives a promise (it is decoded off the event loop): no tick for the rest.
-    const m = read instanceof Promise ? await read : read;
+    const m = await requestedModel(t.method, target.path, req.headers, body, maxDecoded, prepass, t.lease, route, target.query);
     // A client that left while sluice waited on it (key lookup, body, decoding) has had its log
     // line; the free tier counts nothing for it and nothing is forwarded.
     if (res.destroyed) return;
     if (!m.ok) {
       // A 413 here is a compressed body that decodes past maxDecodedBodyBytes (the raw size was judged above).
-      const err = m.status === 413 ? Errors.DECODED_BODY_TOO_LARGE : m.status === 415 ? Errors.UNSUPPORTED_ENCODING : Errors.BAD_REQUEST;
-      return reject(res, t, m.status === 413 ? 'too_large' : 'bad_request', err, { params: { reason: m.reason, limit: maxDecoded } });
+      if (m.status === 413) return refuse(res, t, Refusals.DECODED_BODY_TOO_LARGE, { params: { limit: maxDecoded } });
+      return refuse(res, t, m.status === 415 ? Refusals.UNSUPPORTED_ENCODING : Refusals.BAD_REQUEST, { params: { reason: m.reason } });
     }
     // 5. Free tier: one store round trip, only for free models. The model is compared whole; the
     // trace keeps only what the access line logs of it (a model longer than any real one is never free).
@@ -363,8 +351,8 @@ export function createGateway(d: GatewayDeps): Gateway {
     // The RateLimit fields of this free call's answer (none in shadow mode); the relay's own, if it sends any, win.
     let rateLimit: Record<string, string> | undefined;
     if (free) {
-      const asked = p.freeTier.admit(auth.identity.user);
-      const v = await (asked instanceof Promise ? asked : remembered(asked, 'free_tier'));
+      const v = await p.freeTier.admit(auth.identity.user);
+      if (!v.admitted && v.remembered) await remembered('free_tier');
       const shadow = p.config.freeTier.shadow;
       if (!shadow) {
         const fields = p.freeTier.rateLimitFields(v);
@@ -375,13 +363,10 @@ export function createGateway(d: GatewayDeps): Gateway {
           shadowReject(t, 'free_tier', v.reason);
         } else {
           const c = p.config.freeTier;
-          const headers = { 'retry-after': String(v.retryAfterSeconds), ...rateLimit };
+          const retryAfter = v.retryAfterSeconds;
           return v.reason === 'day'
-            ? reject(res, t, 'free_tier_day', Errors.FREE_TIER_DAILY_EXHAUSTED, { headers, params: { limit: c.perDay, timeZone: c.timeZone } })
-            : reject(res, t, 'free_tier_minute', Errors.FREE_TIER_RATE_LIMITED, {
-                headers,
-                params: { limit: c.perMinute, window: c.windowSeconds, retryAfter: v.retryAfterSeconds },
-              });
+            ? refuse(res, t, Refusals.FREE_TIER_DAY, { params: { limit: c.perDay, timeZone: c.timeZone, retryAfter, rateLimit } })
+            : refuse(res, t, Refusals.FREE_TIER_MINUTE, { params: { limit: c.perMinute, window: c.windowSeconds, retryAfter, rateLimit } });
         }
       }
       metrics.freeTierAdmissions.inc();
@@ -399,14 +384,11 @@ export function createGateway(d: GatewayDeps): Gateway {
       bodyLength: body === null ? null : body.length,
     });
     req.url = target.forwardUrl;
-    // The body is in hand and sent at once: the relay has nothing to invite.
-    if (req.headers.expect !== undefined) delete req.headers.expect;
     let intercept: Intercept | undefined;
     // The relay's 429 on an admitted free call means its own upstream free tier is busy.
-    if (free) intercept = replaceAnswer(res, t, isRelay429, 'free_tier_upstream', Errors.FREE_TIER_EXHAUSTED, () => ({ 'retry-after': '30', ...rateLimit }));
+    if (free) intercept = replaceAnswer(res, t, isRelay429, Refusals.FREE_TIER_UPSTREAM, { params: { rateLimit } });
     else if (rule && !rule.shadow && QUERY_FAMILIES.has(t.family)) {
-      const window = String(rule.windowSeconds);
-      intercept = replaceAnswer(res, t, isBareRelayLimit, 'relay_ip_limited', Errors.IP_RATE_LIMITED, () => ({ 'retry-after': window }));
+      intercept = replaceAnswer(res, t, isBareRelayLimit, Refusals.RELAY_IP_LIMITED, { params: { retryAfter: rule.windowSeconds } });
     }
     forward(req, res, t, body, rateLimit, intercept);
   }
@@ -424,7 +406,7 @@ export function createGateway(d: GatewayDeps): Gateway {
         t.upstreamMs = r.upstreamMs;
         if (r.upstreamMs !== null) metrics.observeRelay(t.family, r.upstreamMs / 1000);
         if (r.outcome === 'intercepted') return done(t);
-        t.status = r.status ?? OWN_STATUS[r.outcome];
+        t.status = r.status ?? undefined;
         t.decision = r.outcome;
         if (r.outcome === 'out_of_sockets') log.error({ reqId: t.id, err: r.error?.message }, 'sluice is out of sockets: no descriptor left to open a relay connection (see server.maxConnections)');
         else if (r.outcome === 'upstream_timeout') log.warn({ reqId: t.id, seconds: d.policy().config.upstream.headersTimeoutSeconds }, 'relay did not answer in time; its request was aborted');
@@ -434,13 +416,11 @@ export function createGateway(d: GatewayDeps): Gateway {
     });
   }
 
-  // One listener function for every response (not a closure per request); it finds its trace on the response.
-  function onResponseClose(this: ServerResponse & Traced): void {
-    const t = this[TRACE]!;
+  function responseClosed(res: ServerResponse, t: Trace): void {
     metrics.inflight--;
     if (t.lease !== null) t.lease.release();
     // A client that left before any answer still gets its line.
-    if (!t.logged && t.decision === undefined && !this.writableFinished) {
+    if (!t.logged && t.decision === undefined && !res.writableFinished) {
       t.decision = 'client_aborted';
       done(t);
     }
@@ -458,27 +438,27 @@ export function createGateway(d: GatewayDeps): Gateway {
       lease: null,
     };
     metrics.inflight++;
-    (res as ServerResponse & Traced)[TRACE] = t;
-    res.on('close', onResponseClose);
+    traces.set(res, t);
+    res.on('close', () => responseClosed(res, t));
     if (d.draining()) res.setHeader('connection', 'close');
     handle(req, res, t).catch((err: unknown) => {
       if (err instanceof StoreUnavailableError) {
         log.error({ reqId: t.id, err: err.message }, 'limit store unreachable (limits.onStoreError=closed)');
-        return reject(res, t, 'store_unavailable', Errors.STORE_UNAVAILABLE, { headers: { 'retry-after': '1' } });
+        return refuse(res, t, Refusals.STORE_UNAVAILABLE);
       }
       // A compressed body whose decoding the budget could not hold.
-      if (err instanceof BodyBudgetExceededError) return res.destroyed ? undefined : rejectBusy(res, t, req);
+      if (err instanceof BodyBudgetExceededError) return res.destroyed ? undefined : refuseBusy(res, t, req);
       log.error({ reqId: t.id, err: err instanceof Error ? err.stack : String(err) }, 'request handler failed');
-      reject(res, t, 'internal_error', Errors.INTERNAL, { close: true });
+      refuse(res, t, Refusals.INTERNAL);
     });
   }
 
   const gateway = ((req, res) => start(req, res, false)) as Gateway;
   gateway.checkContinue = (req, res) => start(req, res, true);
   gateway.requestTimedOut = (res, seconds) => {
-    const t = (res as ServerResponse & Traced)[TRACE];
+    const t = traces.get(res);
     if (t === undefined || t.logged || res.headersSent || res.destroyed) return false;
-    reject(res, t, 'request_timeout', Errors.REQUEST_TIMEOUT, { params: { seconds }, close: true });
+    refuse(res, t, Refusals.REQUEST_TIMEOUT, { params: { seconds } });
     return true;
   };
   return gateway;

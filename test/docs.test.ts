@@ -7,6 +7,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { OUTCOMES } from '../src/answers/outcome.js';
+import { Refusals, SocketRefusals } from '../src/answers/refusals.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
@@ -116,5 +118,51 @@ describe('README and docs/: links', () => {
     );
     const missing = PAGES.filter((p) => p.startsWith('docs/') && !linked.has(p));
     expect(missing).toEqual([]);
+  });
+});
+
+/** The rows of the table under `heading` in `page`, each as its cells (the header row and the rule left out). */
+function tableRows(page: string, heading: string): string[][] {
+  const lines = prose(readFileSync(join(ROOT, page), 'utf8'));
+  const start = lines.findIndex((l) => l.replace(/^#+\s*/, '') === heading && l.startsWith('#'));
+  if (start === -1) throw new Error(`${page} has no heading "${heading}"`);
+  const rows: string[][] = [];
+  for (const line of lines.slice(start + 1)) {
+    if (line.startsWith('#')) break;
+    if (!line.startsWith('|')) continue;
+    rows.push(line.split('|').slice(1, -1).map((c) => c.trim()));
+  }
+  return rows.slice(2);
+}
+
+describe('README: the answers clients get', () => {
+  /** `<status> <code>` for each answer a row names; a bare answer's code is `*bare*`. */
+  function readmeAnswers(): Set<string> {
+    const out = new Set<string>();
+    for (const [status, codes] of tableRows('README.md', 'The answers clients get')) {
+      for (const m of codes!.matchAll(/`([^`]*)`|\*bare\*/g)) out.add(`${status} ${m[1] === undefined ? '*bare*' : m[1] === '""' ? '' : m[1]}`);
+    }
+    return out;
+  }
+
+  it('lists every answer of the refusal table, and nothing else', () => {
+    const table = new Set([
+      ...Object.values(Refusals).map((r) => `${r.status} ${r.body === null ? '*bare*' : r.body.code}`),
+      ...Object.values(SocketRefusals).map((r) => `${r.status} *bare*`),
+    ]);
+    const readme = readmeAnswers();
+    expect({ missingFromReadme: [...table].filter((a) => !readme.has(a)), notInTable: [...readme].filter((a) => !table.has(a)) }).toEqual({
+      missingFromReadme: [],
+      notInTable: [],
+    });
+  });
+});
+
+describe('docs/operations.md: the outcomes', () => {
+  it('names every outcome in the metrics table, and nothing else', () => {
+    const row = tableRows('docs/operations.md', 'Metrics').find((cells) => cells[0] === '`sluice_requests_total{family,outcome}`');
+    const listed = row?.[1]?.split('outcome (`src/answers/outcome.ts`):')[1] ?? '';
+    const named = new Set([...listed.matchAll(/`([a-z]+(?:_[a-z]+)*)`/g)].map((m) => m[1]!));
+    expect([...named].sort()).toEqual([...OUTCOMES].sort());
   });
 });

@@ -16,6 +16,17 @@ import { systemClock } from '../../src/runtime/clock.js';
 import { relayDdl } from '../../test/support/relay-schema.js';
 import { f, info, int, numFlag, sleep, strFlag, table, type Scenario } from '../lib/scenario.js';
 
+/** Whether `p` settles within a few microtask turns: a key answered from the cache, without a lookup. */
+async function atOnce(p: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  p.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+  return done;
+}
+
 export const relayDbLoad: Scenario = {
   name: 'relay-db-load',
   summary: "statements a second the relay's database sees from one replica, by keys in use (needs PostgreSQL)",
@@ -86,9 +97,10 @@ export const relayDbLoad: Scenario = {
           for (let i = 0; i < Math.ceil(n / 100); i++) {
             const presented = inUse[at++ % n]!;
             checks++;
-            if (auth.cached(presented) === null) {
+            const answer = auth.authenticate(presented);
+            if (!(await atOnce(answer))) {
               waited++;
-              pending.push(auth.authenticate(presented));
+              pending.push(answer);
             }
           }
           await Promise.all(pending);

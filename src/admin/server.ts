@@ -4,7 +4,7 @@
  * gets one log line naming its action and the token's fingerprint (never the token).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { bearerToken } from '../auth/credentials.js';
 import { userId } from './ids.js';
@@ -14,6 +14,7 @@ import { AdminError, AdminErrors, StoreUnavailableError, type AdminErrorSpec } f
 import type { FreeTierLimiter } from '../limits/free-tier.js';
 import type { IpLimiter } from '../limits/ip.js';
 import type { Metrics } from '../metrics/index.js';
+import { ADMIN_MAX_CONNECTIONS } from '../http/connections.js';
 
 export interface Readiness {
   ready: boolean;
@@ -125,6 +126,13 @@ function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
     });
     req.on('error', reject);
   });
+}
+
+/** The admin listener: its own bounds, a few connections (probes, scrapes, operators). */
+export function createAdminServer(d: AdminDeps): Server {
+  const server = http.createServer({ headersTimeout: 15_000, requestTimeout: 30_000, connectionsCheckingInterval: 1000 }, createAdminHandler(d));
+  server.maxConnections = ADMIN_MAX_CONNECTIONS;
+  return server;
 }
 
 export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: ServerResponse) => void {

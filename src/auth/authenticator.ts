@@ -75,10 +75,11 @@ export type AuthResult =
    * 401, and why (src/auth/reasons.ts); `keyId` and `user` when the refused key is held by a
    * source (disabled, expired, ...), or, for keys of two users, the first key's. `address_budget`:
    * the client address spent its budget of failed lookups, so an unknown key is refused without one.
+   * `remembered`: decided without asking a source.
    */
-  | { ok: false; reason: UnauthorizedReason; keyId?: string; user?: string }
+  | { ok: false; reason: UnauthorizedReason; keyId?: string; user?: string; remembered?: true }
   /** The replica's ceiling on lookups of unknown keys is reached: the key's validity is unknown. */
-  | { ok: false; reason: 'lookup_ceiling'; retryAfterSeconds: number }
+  | { ok: false; reason: 'lookup_ceiling'; retryAfterSeconds: number; remembered: true }
   /** No source could answer: the key's validity is unknown. `source` names the first that failed (KeySource.name). */
   | { ok: false; reason: 'unavailable'; source: string; error: unknown };
 
@@ -199,48 +200,46 @@ export class Authenticator {
   }
 
   /**
-   * The answer from the cache alone, without a promise, when every presented
-   * key is cached and fresh; null when a source must be asked.
-   */
-  cached(presented: readonly string[]): AuthResult | null {
-    const now = this.clock.now();
-    const identities: KeyIdentity[] = [];
-    for (const presentedKey of presented) {
-      const key = lookupKey(presentedKey);
-      if (!plausible(key)) return judge(presented, identities, EMPTY_KEY);
-      const hash = hashKey(key);
-      const hit = this.fresh(hash, now);
-      if (!hit) return null;
-      // Known not valid: 401 whatever the other keys are.
-      if (!hit.identity) return judge(presented, identities, hit.refusal ?? UNKNOWN_KEY);
-      // A key in steady use is renewed before it expires, so its requests do not wait for the store.
-      if (now - hit.at >= hit.renewFrom && !(now < (hit.renewAfter ?? 0))) this.renew(hash, key, hit, now);
-      identities.push(hit.identity);
-    }
-    return judge(presented, identities);
-  }
-
-  /**
    * Every presented key must be valid, and all must name the same key owner;
-   * a wrong key beside a valid one fails. `address` is the client's, for the lookup guard.
+   * a wrong key beside a valid one fails. `address` is the client's, for the lookup guard. A
+   * refusal decided without asking a source (a key known not valid, no key, the lookup guard's)
+   * is marked `remembered`.
    */
   async authenticate(presented: readonly string[], address?: string): Promise<AuthResult> {
     const identities: KeyIdentity[] = [];
+    /** Whether a source was asked for this request. */
+    let asked = false;
+    const verdict = (stop?: KeyRefusal | typeof EMPTY_KEY): AuthResult => {
+      const r = judge(presented, identities, stop);
+      return r.ok || asked ? r : { ...r, remembered: true };
+    };
     for (const presentedKey of presented) {
       const key = lookupKey(presentedKey);
-      if (!plausible(key)) return judge(presented, identities, EMPTY_KEY);
+      if (!plausible(key)) return verdict(EMPTY_KEY);
+      const hash = hashKey(key);
+      const now = this.clock.now();
+      const hit = this.fresh(hash, now);
+      if (hit !== undefined) {
+        // Known not valid: refused whatever the other keys are.
+        if (hit.identity === null) return verdict(hit.refusal ?? UNKNOWN_KEY);
+        // A key in steady use is renewed before it expires, so its requests do not wait for the store.
+        if (now - hit.at >= hit.renewFrom && !(now < (hit.renewAfter ?? 0))) this.renew(hash, key, hit, now);
+        identities.push(hit.identity);
+        continue;
+      }
       let answer: Answer | Refused;
       try {
-        answer = await this.lookup(hashKey(key), key, address);
+        answer = await this.lookup(hash, key, address);
       } catch (error) {
         if (error instanceof SourceUnavailableError) return { ok: false, reason: 'unavailable', source: error.source, error: error.cause };
         return { ok: false, reason: 'unavailable', source: 'unknown', error };
       }
       if ('ok' in answer) return answer;
-      if (refused(answer)) return judge(presented, identities, answer);
+      asked = true;
+      if (refused(answer)) return verdict(answer);
       identities.push(answer);
     }
-    return judge(presented, identities);
+    return verdict();
   }
 
   /**
@@ -268,9 +267,8 @@ export class Authenticator {
     return deleted ?? { answer: UNKNOWN_KEY, source: null };
   }
 
+  /** Asks the sources for a key not in the cache (or too old there), if the lookup guard lets it. */
   private async lookup(hash: string, key: string, address: string | undefined): Promise<Answer | Refused> {
-    const hit = this.fresh(hash, this.clock.now());
-    if (hit) return hit.identity ?? hit.refusal ?? UNKNOWN_KEY;
     // A key seen valid (its answer aged, or was flushed) and a lookup already under way cost no
     // new unknown lookup; anything else asks the guard first.
     const known = this.pending.has(hash) || this.cache.get(hash)?.identity;
@@ -278,8 +276,8 @@ export class Authenticator {
     const admission = this.guard.admit(address);
     if (!admission.admitted) {
       return admission.reason === 'address_budget'
-        ? { ok: false, reason: 'address_budget' }
-        : { ok: false, reason: 'lookup_ceiling', retryAfterSeconds: admission.retryAfterSeconds };
+        ? { ok: false, reason: 'address_budget', remembered: true }
+        : { ok: false, reason: 'lookup_ceiling', retryAfterSeconds: admission.retryAfterSeconds, remembered: true };
     }
     const answer = this.ask(hash, key, false);
     answer.then(
@@ -410,7 +408,7 @@ class SourceUnavailableError extends Error {
 }
 
 /** A refusal without a lookup (the lookup guard's). */
-type Refused = { ok: false; reason: 'address_budget' } | Extract<AuthResult, { reason: 'lookup_ceiling' }>;
+type Refused = { ok: false; reason: 'address_budget'; remembered: true } | Extract<AuthResult, { reason: 'lookup_ceiling' }>;
 
 /** A key header that holds no key; credentials.ts tells which way it holds none. */
 const EMPTY_KEY = Object.freeze({ reason: 'empty_key' as const });
@@ -424,7 +422,7 @@ function plausible(key: string): boolean {
  * The verdict over every presented key, given the identities found so far in order and, when a
  * key was not valid, why (`stop`: the first key that failed, in the order keys are presented).
  */
-function judge(presented: readonly string[], identities: readonly KeyIdentity[], stop?: KeyRefusal | typeof EMPTY_KEY): AuthResult {
+function judge(presented: readonly string[], identities: readonly KeyIdentity[], stop?: KeyRefusal | typeof EMPTY_KEY): Extract<AuthResult, { ok: true } | { reason: UnauthorizedReason }> {
   if (presented.length === 0) return { ok: false, reason: 'no_key' };
   if (stop !== undefined) {
     return 'id' in stop && stop.id !== undefined ? { ok: false, reason: stop.reason, keyId: stop.id, user: stop.user } : { ok: false, reason: stop.reason };

@@ -19,21 +19,13 @@ const HOP_BY_HOP = new Set([
   'http2-settings',
 ]);
 
-const NONE: ReadonlySet<string> = new Set();
-
-/** Field names the `Connection` header declares hop-by-hop. */
+/** Field names the `Connection` header declares hop-by-hop, lower-cased (`close` is an option, not a field). */
 function connectionTokens(value: string | string[] | undefined): ReadonlySet<string> {
-  if (value === undefined) return NONE;
-  // The usual values name no field that is not hop-by-hop already: skip splitting them.
-  if (typeof value === 'string' && (value.length === 10 || value.length === 5)) {
-    const v = value.toLowerCase();
-    if (v === 'keep-alive' || v === 'close') return NONE;
-  }
   const out = new Set<string>();
-  for (const part of Array.isArray(value) ? value : [value]) {
+  for (const part of value === undefined ? [] : Array.isArray(value) ? value : [value]) {
     for (const t of part.split(',')) {
       const name = t.trim().toLowerCase();
-      if (name) out.add(name);
+      if (name !== '' && name !== 'close') out.add(name);
     }
   }
   return out;
@@ -101,10 +93,9 @@ export interface OutgoingAuth {
  */
 export function prepareRequestHeaders(headers: IncomingHttpHeaders, auth: OutgoingAuth): void {
   const declared = connectionTokens(headers.connection);
-  const anyDeclared = declared.size > 0;
   for (const name of Object.keys(headers)) {
     // Node lower-cases incoming field names.
-    if ((maybeHopByHop(name) && isHopByHop(name)) || (anyDeclared && declared.has(name))) delete headers[name];
+    if (isHopByHop(name) || declared.has(name)) delete headers[name];
   }
   const key = auth.key;
   if (key === null) {
@@ -116,8 +107,8 @@ export function prepareRequestHeaders(headers: IncomingHttpHeaders, auth: Outgoi
     if (headers['x-api-key']) headers['x-api-key'] = key;
     if (headers['x-goog-api-key'] || auth.googKey) headers['x-goog-api-key'] = key;
   }
-  if (headers['sec-websocket-protocol'] !== undefined) delete headers['sec-websocket-protocol'];
-  if (headers['mj-api-secret'] !== undefined) delete headers['mj-api-secret'];
+  delete headers['sec-websocket-protocol'];
+  delete headers['mj-api-secret'];
   // The relay trusts the left-most X-Forwarded-For value, so no client-chosen one may survive.
   delete headers['x-real-ip'];
   delete headers['forwarded'];
@@ -131,35 +122,17 @@ export function prepareRequestHeaders(headers: IncomingHttpHeaders, auth: Outgoi
   delete headers.expect;
 }
 
-/**
- * Whether a field name, in any case, may be hop-by-hop: a cheap test on length and first letter
- * that lets most names (content-type, x-..., set-cookie) skip lower-casing.
- */
-function maybeHopByHop(name: string): boolean {
-  const c = name.charCodeAt(0) | 0x20;
-  return c === 0x70 /* p */ || c === 0x63 /* c */ || c === 0x6b /* k */ || c === 0x74 /* t */ || c === 0x75 /* u */ || c === 0x68 /* h */;
-}
-
 /** Filters a raw header list (name, value, name, value, ...) of the relay's response. */
 export function filterResponseHeaders(raw: readonly string[]): string[] {
-  // Names the relay's `Connection` header declares, beyond those dropped anyway
-  // (`Connection: keep-alive` names the hop-by-hop Keep-Alive header: nothing to add).
-  let declared: Set<string> | null = null;
+  // Names the relay's `Connection` header declares hop-by-hop.
+  const declared = new Set<string>();
   for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i]!.length === 10 && raw[i]!.toLowerCase() === 'connection') {
-      for (const t of connectionTokens(raw[i + 1])) {
-        if (t !== 'close' && !isHopByHop(t)) (declared ??= new Set()).add(t);
-      }
-    }
+    if (raw[i]!.toLowerCase() === 'connection') for (const t of connectionTokens(raw[i + 1])) declared.add(t);
   }
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    if (declared !== null || maybeHopByHop(name)) {
-      const lower = name.toLowerCase();
-      if (isHopByHop(lower) || declared?.has(lower)) continue;
-    }
-    out.push(name, raw[i + 1]!);
+    const name = raw[i]!.toLowerCase();
+    if (!isHopByHop(name) && !declared.has(name)) out.push(raw[i]!, raw[i + 1]!);
   }
   return out;
 }

@@ -13,20 +13,17 @@ import httpProxy from 'http-proxy';
 import { createUpstreamAgent, type UpstreamAgentOptions } from './agent.js';
 import type { BodyLease } from '../http/body-budget.js';
 import { TurnBatch } from '../runtime/turn-batch.js';
-import { Errors, sendError } from '../answers/errors.js';
+import { Refusals, sendRefusal } from '../answers/refusals.js';
 import type { Outcome } from '../answers/outcome.js';
 import { filterResponseHeaders } from './headers.js';
 
 /** How a forwarded exchange ended, in the request path's own vocabulary (src/answers/outcome.ts says what each means). */
 export type ForwardOutcome = Extract<Outcome, 'admitted' | 'client_aborted' | 'upstream_aborted' | 'upstream_error' | 'upstream_timeout' | 'out_of_sockets'>;
 
-/** The status sluice itself answered with for an outcome, when it did. */
-export const OWN_STATUS: Partial<Record<ForwardOutcome, number>> = { upstream_error: 502, upstream_timeout: 504, out_of_sockets: 503 };
-
 export interface ForwardResult {
   /** 'intercepted': the job's `intercept` answered the client itself, and recorded its own outcome. */
   outcome: ForwardOutcome | 'intercepted';
-  /** The relay's status, when it answered. */
+  /** The status the client was answered with: the relay's, or that of sluice's own answer (502, 503, 504). */
   status: number | null;
   /** Time from sending to the relay's response headers. */
   upstreamMs: number | null;
@@ -229,21 +226,21 @@ class Exchange {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EMFILE' || code === 'ENFILE') {
       // The relay is not at fault: sluice has no descriptor left to reach it with.
-      sendError(res, Errors.OUT_OF_SOCKETS, this.requestId, { headers: { 'retry-after': '1' } });
-      this.finish('out_of_sockets', null, null, err);
+      sendRefusal(res, Refusals.OUT_OF_SOCKETS, this.requestId);
+      this.finish('out_of_sockets', Refusals.OUT_OF_SOCKETS.status, null, err);
       this.ctx.onOutOfSockets?.(err);
       return;
     }
     // Never replay: a POST the relay may have started is answered 502, not retried.
-    sendError(res, Errors.UPSTREAM_UNREACHABLE, this.requestId);
-    this.finish('upstream_error', null, null, err);
+    sendRefusal(res, Refusals.UPSTREAM_UNREACHABLE, this.requestId);
+    this.finish('upstream_error', Refusals.UPSTREAM_UNREACHABLE.status, null, err);
   }
 
   /** The relay's headers did not come within `limitMs`: 504, and the relay request aborted. */
   timedOut(limitMs: number): void {
     if (this.finished) return;
-    sendError(this.res, Errors.UPSTREAM_TIMEOUT, this.requestId, { params: { seconds: limitMs / 1000 } });
-    this.finish('upstream_timeout', null, null);
+    sendRefusal(this.res, Refusals.UPSTREAM_TIMEOUT, this.requestId, { params: { seconds: limitMs / 1000 } });
+    this.finish('upstream_timeout', Refusals.UPSTREAM_TIMEOUT.status, null);
     // Its error (socket hang up) then finds the exchange finished and answers nothing more.
     this.proxyReq?.destroy();
   }
@@ -258,8 +255,8 @@ class Exchange {
     if (this.finished) return;
     const err = new Error(SWITCHED);
     if (this.res.destroyed || this.res.writableEnded) return this.finish('client_aborted', null, null, err);
-    sendError(this.res, Errors.UPSTREAM_UNREACHABLE, this.requestId);
-    this.finish('upstream_error', null, performance.now() - this.sentAt, err);
+    sendRefusal(this.res, Refusals.UPSTREAM_UNREACHABLE, this.requestId);
+    this.finish('upstream_error', Refusals.UPSTREAM_UNREACHABLE.status, performance.now() - this.sentAt, err);
   }
 
   finish(outcome: ForwardResult['outcome'], status: number | null, upstreamMs: number | null, error?: Error): void {

@@ -156,26 +156,22 @@ export function readBody(req: IncomingMessage, maxBytes: number, observer?: Chun
   if (lease && expected > 0 && !lease.fits(expected)) return Promise.resolve({ ok: false, reason: 'busy' });
   // Gone while an earlier step awaited: its 'close' has passed, so no listener below would ever hear it.
   if (req.destroyed && !req.complete) return Promise.resolve({ ok: false, reason: 'client_aborted' });
-  // Outside the closures below, so that `observer` itself is not kept by them.
-  let feed = observer ?? null;
   return new Promise((resolve) => {
-    let acc: Accumulator | null = new Accumulator(expected, lease ?? null);
-    // The resolving function keeps its promise, and so the result, reachable.
-    let settle: ((r: BodyResult) => void) | null = resolve;
-    // The listeners stay on the request (four removals per request cost more than four closures
-    // that ignore what comes after), and a request lives as long as its stream, minutes: so they
-    // let go of everything they hold once the read is over.
+    const acc = new Accumulator(expected, lease ?? null);
+    let finished = false;
+    // The read's listeners go once it is over: a request lives as long as its stream, minutes, and
+    // what they hold (the body's chunks, the observer) must not live that long with it.
     const finish = (r: BodyResult): void => {
-      if (settle === null) return;
-      const s = settle;
-      settle = null;
-      acc?.release();
-      acc = null;
-      feed = null;
-      s(r);
+      if (finished) return;
+      finished = true;
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+      acc.release();
+      resolve(r);
     };
     const onData = (c: Buffer): void => {
-      if (acc === null) return;
       if (acc.size + c.length > maxBytes) {
         // Stop buffering; the caller answers 413 and closes the connection.
         req.pause();
@@ -187,11 +183,9 @@ export function readBody(req: IncomingMessage, maxBytes: number, observer?: Chun
         finish({ ok: false, reason: 'busy' });
         return;
       }
-      feed?.feed(c);
+      observer?.feed(c);
     };
-    const onEnd = (): void => {
-      if (acc !== null) finish({ ok: true, body: acc.take() });
-    };
+    const onEnd = (): void => finish({ ok: true, body: acc.take() });
     const onError = (): void => finish({ ok: false, reason: 'client_aborted' });
     const onClose = (): void => {
       if (!req.complete) finish({ ok: false, reason: 'client_aborted' });

@@ -20,7 +20,15 @@ function config(over: Partial<FreeTierConfig>): FreeTierConfig {
 
 /** What the store itself says now, from a limiter that remembers nothing (a refusal counts nothing). */
 function storeSays(c: FreeTierConfig, store: LimitStore, clock: ManualClock, user: string): Promise<FreeTierVerdict> {
-  return Promise.resolve(new FreeTierLimiter(c, store, clock, { rememberRefusalsMs: 0 }).admit(user));
+  return new FreeTierLimiter(c, store, clock, { rememberRefusalsMs: 0 }).admit(user);
+}
+
+/** The limiter's verdict for `user`, which must come from a kept refusal: without its `remembered` mark, to compare with the store's. */
+async function recalled(ft: FreeTierLimiter, user = 'u'): Promise<FreeTierVerdict> {
+  const v = await ft.admit(user);
+  expect(v).toHaveProperty('remembered', true);
+  const { remembered: _, ...rest } = v as FreeTierVerdict & { remembered?: true };
+  return rest as FreeTierVerdict;
 }
 
 describe('FreeTierLimiter: refused users', () => {
@@ -38,9 +46,7 @@ describe('FreeTierLimiter: refused users', () => {
     expect(store.asked).toBe(4);
     for (const at of [3_500, 10_000, 30_001, 59_999]) {
       clock.set(T0 + at);
-      const remembered = ft.admit('u');
-      expect(remembered).not.toBeInstanceOf(Promise); // no round trip at all
-      expect(remembered).toEqual(await storeSays(c, store.inner, clock, 'u'));
+      expect(await recalled(ft)).toEqual(await storeSays(c, store.inner, clock, 'u')); // no round trip at all
     }
     expect(store.asked).toBe(4);
     clock.set(T0 + 60_000); // the call at 0 s leaves: the store is asked again, and admits
@@ -56,14 +62,15 @@ describe('FreeTierLimiter: refused users', () => {
     await ft.admit('u');
     expect((await ft.admit('u')).admitted).toBe(false);
     clock.advance(9_999);
-    expect(ft.admit('u')).toEqual(await storeSays(c, store.inner, clock, 'u'));
+    expect(await recalled(ft)).toEqual(await storeSays(c, store.inner, clock, 'u'));
     expect(store.asked).toBe(2);
     clock.advance(1);
-    const again = ft.admit('u');
-    expect(again).toBeInstanceOf(Promise); // asked, though the window still holds the call
-    expect(await again).toMatchObject({ admitted: false, reason: 'window', retryAfterSeconds: 50 });
+    const again = await ft.admit('u');
+    expect(again).not.toHaveProperty('remembered'); // asked, though the window still holds the call
+    expect(again).toMatchObject({ admitted: false, reason: 'window', retryAfterSeconds: 50 });
     expect(store.asked).toBe(3);
-    expect(new FreeTierLimiter(c, store, clock, { rememberRefusalsMs: 0 }).admit('u')).toBeInstanceOf(Promise);
+    expect(await new FreeTierLimiter(c, store, clock, { rememberRefusalsMs: 0 }).admit('u')).not.toHaveProperty('remembered');
+    expect(store.asked).toBe(4);
   });
 
   it('keeps a daily refusal until the window empties, then until the day ends, and admits at 00:00', async () => {
@@ -75,13 +82,13 @@ describe('FreeTierLimiter: refused users', () => {
     expect(await ft.admit('u')).toMatchObject({ admitted: false, reason: 'day' });
     // The window's count and reset are part of the answer: kept only until its calls leave.
     clock.advance(59_999);
-    expect(ft.admit('u')).toEqual(await storeSays(c, store.inner, clock, 'u'));
+    expect(await recalled(ft)).toEqual(await storeSays(c, store.inner, clock, 'u'));
     expect(store.asked).toBe(4);
     clock.advance(1);
     expect(await ft.admit('u')).toMatchObject({ admitted: false, reason: 'day', windowUsed: 0 });
     expect(store.asked).toBe(5);
     clock.set(BEIJING_MIDNIGHT - 1);
-    expect(ft.admit('u')).toEqual(await storeSays(c, store.inner, clock, 'u'));
+    expect(await recalled(ft)).toEqual(await storeSays(c, store.inner, clock, 'u'));
     expect(store.asked).toBe(5);
     clock.set(BEIJING_MIDNIGHT);
     expect((await ft.admit('u')).admitted).toBe(true);
@@ -98,7 +105,7 @@ describe('FreeTierLimiter: refused users', () => {
     clock.advance(10_000);
     expect(await ft.admit('u')).toMatchObject({ admitted: false, reason: 'window', dayUsed: 2, retryAfterSeconds: 50 });
     clock.set(BEIJING_MIDNIGHT - 1);
-    expect(ft.admit('u')).toEqual(await storeSays(c, store.inner, clock, 'u'));
+    expect(await recalled(ft)).toEqual(await storeSays(c, store.inner, clock, 'u'));
     clock.set(BEIJING_MIDNIGHT + 1000);
     const next = await ft.admit('u');
     expect(next).toMatchObject({ admitted: false, reason: 'window', dayUsed: 0 });
@@ -123,7 +130,7 @@ describe('FreeTierLimiter: refused users', () => {
       const ms = r < 0.6 ? Math.floor(rand() * 6) * 250 : r < 0.995 ? Math.floor(rand() * 48) * 250 : 23 * 3_600_000;
       clock.advance(rand() < 0.1 ? ms + 1 : ms);
       const user = rand() < 0.8 ? 'u1' : 'u2';
-      const va = await a.admit(user);
+      const { remembered: _, ...va } = (await a.admit(user)) as FreeTierVerdict & { remembered?: true };
       expect(va, `step ${i}`).toEqual(await b.admit(user));
       if (!va.admitted) refused++;
     }
@@ -140,7 +147,7 @@ describe('FreeTierLimiter: refused users', () => {
     const ft = new FreeTierLimiter(config({ perMinute: 1 }), new GuardedLimits(failing, new Metrics({ processMetrics: false }), () => 'open'), clock);
     expect((await ft.admit('u')).admitted).toBe(true);
     expect((await ft.admit('u')).admitted).toBe(false);
-    expect(ft.admit('u')).toBeInstanceOf(Promise); // asked again: the shared store may say otherwise
+    expect(await ft.admit('u')).not.toHaveProperty('remembered'); // asked again: the shared store may say otherwise
   });
 
   it('does not keep a window refusal with more calls in the window than the limit (the limit was lowered)', async () => {
@@ -154,6 +161,6 @@ describe('FreeTierLimiter: refused users', () => {
     // After a reload to 3 a minute, older calls leave before the user gets in and change the answer.
     const after = new FreeTierLimiter(config({ perMinute: 3 }), store, clock, LONG);
     expect(await after.admit('u')).toMatchObject({ admitted: false, reason: 'window', windowUsed: 5 });
-    expect(after.admit('u')).toBeInstanceOf(Promise); // asked again
+    expect(await after.admit('u')).not.toHaveProperty('remembered'); // asked again
   });
 });

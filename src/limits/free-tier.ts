@@ -21,7 +21,8 @@ interface Usage {
   dayResetSeconds: number;
 }
 
-export type FreeTierVerdict = ({ admitted: true } | { admitted: false; reason: 'day' | 'window'; retryAfterSeconds: number }) & Usage;
+/** `remembered`: a kept refusal answered it, without asking the store (limits.rememberRefusalsSeconds). */
+export type FreeTierVerdict = ({ admitted: true } | { admitted: false; reason: 'day' | 'window'; retryAfterSeconds: number; remembered?: true }) & Usage;
 
 export interface FreeTierState {
   user: string;
@@ -100,15 +101,12 @@ export class FreeTierLimiter {
     return this.state(user);
   }
 
-  admit(user: string): FreeTierVerdict | Promise<FreeTierVerdict> {
+  async admit(user: string): Promise<FreeTierVerdict> {
     const now = this.clock.now();
     const r = this.refusals.get(user, now);
-    return r !== undefined ? refusalAt(r, now) : this.ask(user, now);
-  }
-
-  private ask(user: string, now: number): Promise<FreeTierVerdict> {
-    // A plain continuation rather than an async function: one promise fewer on every free call.
-    return this.store.consume(this.checks(user, now), now, nextMember(), 'free_tier').then((d) => this.verdict(user, now, d));
+    if (r !== undefined) return refusalAt(r, now);
+    const d = await this.store.consume(this.checks(user, now), now, nextMember(), 'free_tier');
+    return this.verdict(user, now, d);
   }
 
   private verdict(user: string, now: number, d: GuardedDecision): FreeTierVerdict {
@@ -204,6 +202,7 @@ function refusalAt(r: Refusal, now: number): FreeTierVerdict {
     admitted: false,
     reason: r.reason,
     retryAfterSeconds: retryAfterSeconds(r.retryAt - now),
+    remembered: true,
     dayUsed: r.dayUsed,
     windowUsed: r.windowUsed,
     dayResetSeconds: Math.max(0, Math.ceil((r.dayResetAt - now) / 1000)),

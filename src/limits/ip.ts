@@ -13,7 +13,8 @@ import { nextMember } from './member.js';
 import { refusalsFor, type Kept, type RememberRefusals, type Refusals } from './refusals.js';
 import { retryAfterSeconds } from './retry-after.js';
 
-export type IpVerdict = { admitted: true } | { admitted: false; retryAfterSeconds: number };
+/** `remembered`: a kept refusal answered it, without asking the store (limits.rememberRefusalsSeconds). */
+export type IpVerdict = { admitted: true } | { admitted: false; retryAfterSeconds: number; remembered?: true };
 
 /** One address's state under every rule now (the admin API's `GET /admin/ips/<address>/limits`). */
 export interface IpLimitsState {
@@ -129,18 +130,14 @@ export class IpLimiter {
   }
 
   /** `ip` is the client's address in any spelling; it is counted in its bucket. */
-  admit(rule: IpLimitRule, ip: string): IpVerdict | Promise<IpVerdict> {
+  async admit(rule: IpLimitRule, ip: string): Promise<IpVerdict> {
     const now = this.clock.now();
     const subject = bucketSubject(addressBucket(ip, this.ipv6Prefix));
     // Refusals are kept per (bucket, rule); a rule's name is unique among the rules.
     const refusal = `${subject} ${rule.name}`;
     const kept = this.refusals.get(refusal, now);
     // A kept refusal's `until` is the store's retry time itself (Refusals caps only how long it is kept).
-    if (kept !== undefined) return { admitted: false, retryAfterSeconds: retryAfterSeconds(kept.until - now) };
-    return this.ask(rule, subject, refusal, now);
-  }
-
-  private async ask(rule: IpLimitRule, subject: string, refusal: string, now: number): Promise<IpVerdict> {
+    if (kept !== undefined) return { admitted: false, retryAfterSeconds: retryAfterSeconds(kept.until - now), remembered: true };
     const check = { kind: 'window', subject, key: rule.name, limit: rule.limit, windowMs: rule.windowSeconds * 1000 } as const;
     const d = await this.store.consume([check], now, nextMember(), `ip:${rule.name}`);
     if (d.admitted) return { admitted: true };

@@ -43,10 +43,9 @@ export function modelPrepass(method: string, path: string, headers: IncomingHttp
 
 /**
  * The model a request asks for. A compressed body is decoded for inspection so that compression
- * cannot skip the free-tier check; that happens off the event loop, so only for a compressed body
- * is the answer a promise (`identity` is no compression).
+ * cannot skip the free-tier check, off the event loop (`identity` is no compression).
  */
-export function requestedModel(
+export async function requestedModel(
   method: string,
   path: string,
   headers: IncomingHttpHeaders,
@@ -59,7 +58,7 @@ export function requestedModel(
   route: Route = routeOf(path),
   /** The query string, without `?` (realtime reads `?model=`, Jimeng `?Action=`). */
   query = '',
-): ModelResult | Promise<ModelResult> {
+): Promise<ModelResult> {
   let plan = planFor(route, method);
   if (plan.kind === 'path') {
     plan = wildcardPlan(path);

@@ -7,6 +7,12 @@ import { RedisStore } from '../../src/store/redis/index.js';
 import { CountingStore } from '../support/counting-store.js';
 import { uniquePrefix } from '../support/redis.js';
 
+/** A verdict as the store gives it: without the mark of one answered from memory. */
+function unmarked<V extends object>(v: V): Omit<V, 'remembered'> {
+  const { remembered: _, ...rest } = v as V & { remembered?: true };
+  return rest;
+}
+
 /**
  * Remembered refusals against the Lua script: a limiter that answers refused users' retries from
  * memory must give, call for call, the verdicts of one that asks Redis every time.
@@ -38,7 +44,7 @@ describe('refusals remembered in front of Redis', () => {
       clock.advance(r < 0.7 ? Math.floor(rand() * 4) * 250 : r < 0.997 ? Math.floor(rand() * 32) * 250 : 20 * 3_600_000);
       const user = rand() < 0.75 ? 'u1' : 'u2';
       const va = await a.admit(user);
-      expect(va, `step ${i}`).toEqual(await b.admit(user));
+      expect(unmarked(va), `step ${i}`).toEqual(await b.admit(user));
       if (!va.admitted) refused++;
     }
     expect(refused).toBeGreaterThan(300);
@@ -64,7 +70,7 @@ describe('refusals remembered in front of Redis', () => {
       const r = rand();
       clock.advance(r < 0.7 ? Math.floor(rand() * 4) * 250 : Math.floor(rand() * 24) * 250);
       const addr = rand() < 0.7 ? '198.51.100.7' : '198.51.100.8';
-      expect(await a.admit(rule(limit), addr), `step ${i}`).toEqual(await b.admit(rule(limit), addr));
+      expect(unmarked(await a.admit(rule(limit), addr)), `step ${i}`).toEqual(await b.admit(rule(limit), addr));
     }
   });
 });

@@ -6,7 +6,7 @@
  */
 import type { OutgoingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Errors } from '../../src/answers/errors.js';
+import { Refusals } from '../../src/answers/refusals.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { metricReader } from '../support/helpers.js';
 import { request, type RawResponse } from '../support/http.js';
@@ -17,7 +17,7 @@ import { consoleKey, createRelayDb, DIALECTS, type RelayDbFixture } from '../sup
 function expectContract401(r: RawResponse, reason: string): void {
   expect(r.status).toBe(401);
   const id = r.headers['x-oneapi-request-id'] as string;
-  expect(r.text).toBe(JSON.stringify({ error: { code: '', message: `${Errors.UNAUTHORIZED.message} (request id: ${id})`, type: 'new_api_error' } }));
+  expect(r.text).toBe(JSON.stringify({ error: { code: '', message: `${Refusals.UNAUTHORIZED.body?.message} (request id: ${id})`, type: 'new_api_error' } }));
   expect(r.text).not.toContain(reason);
 }
 
