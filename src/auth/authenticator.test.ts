@@ -453,6 +453,30 @@ describe('Authenticator', () => {
       expect(await cached(a, [KEY])).toBeNull();
     });
   });
+  describe('the bound on cached keys', () => {
+    it('forgets the key used least recently: a key in steady use stays cached, and keeps working through an outage', async () => {
+      const keys = ['sk-steady0123456789abcdef', 'sk-once1aaaaaaaaaaaaaaaa', 'sk-once2aaaaaaaaaaaaaaaa', 'sk-once3aaaaaaaaaaaaaaaa'];
+      const known = new Map(keys.map((k) => [hashKey(k), alice(k)]));
+      let down = false;
+      const asked: string[] = [];
+      const source: KeySource = {
+        name: 'registry',
+        find: (key, hash) => (asked.push(key), down ? Promise.reject(new Error('down')) : Promise.resolve(known.get(hash) ?? 'unknown')),
+      };
+      const a = new Authenticator([source], new ManualClock(), { maxEntries: 3 });
+      const [steady, ...others] = keys as [string, ...string[]];
+      expect((await a.authenticate([steady])).ok).toBe(true); // cached first of all
+      for (const key of others) {
+        expect((await a.authenticate([key])).ok).toBe(true); // the last of them finds the cache full
+        expect(await cached(a, [steady])).toMatchObject({ ok: true }); // steady is used in between, from the cache
+      }
+      expect(asked).toEqual(keys.map(lookupKey)); // each key asked for once: steady was never forgotten
+      down = true;
+      expect(await a.authenticate([steady])).toMatchObject({ ok: true, identity: { user: 'alice' } });
+      expect(await a.authenticate([others[0]!])).toMatchObject({ ok: false, reason: 'unavailable' }); // the one forgotten
+    });
+  });
+
   describe('a key as the relay looks it up (issue 25, item 2)', () => {
     it('asks the source once for every suffix variant of a key, with the part before the suffix, and caches them as one', async () => {
       const m = manualSource(new Map([[hashKey(KEY), alice(KEY)]]));

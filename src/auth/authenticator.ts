@@ -11,6 +11,7 @@
  * not know cost a store round trip each: the lookup guard (lookup-guard.ts) bounds them per client
  * address and per replica.
  */
+import { LRUCache } from 'lru-cache';
 import type { Clock } from '../runtime/clock.js';
 import type { KeyChange, KeyRecord } from '../store/types.js';
 import { hashKey, lookupKey, sameHash } from './keys.js';
@@ -97,6 +98,7 @@ export interface AuthenticatorOptions {
   negativeTtlMs?: number;
   /** How long a key seen valid keeps authenticating while the sources are unreachable. */
   staleTtlMs?: number;
+  /** Most keys cached (default 50,000); past it the least recently used is forgotten. */
   maxEntries?: number;
   /** Bounds lookups of keys the replica does not know (none: every lookup is made). */
   guard?: LookupGuard;
@@ -140,14 +142,20 @@ interface Entry {
 }
 
 export class Authenticator {
-  private readonly cache = new Map<string, Entry>();
+  /**
+   * lru-cache holds the bound and the order (a request answered from an entry makes it the most
+   * recent), not the lifetimes: an entry is trusted until its ttl, renewed from renewFrom while in
+   * use, served stale only after a failed lookup, and kept past all of these as a key seen valid
+   * (the lookup guard's and a flush's), stages one ttl cannot express; each entry keeps its own
+   * instants. Reads that are not a use of the key (`peek`) leave the order alone.
+   */
+  private readonly cache: LRUCache<string, Entry>;
   /** Lookups under way, one per hash, shared by every request presenting that key meanwhile. */
   private readonly pending = new Map<string, Lookup>();
   private readonly positiveTtl: number;
   private readonly refreshAhead: number;
   private readonly negativeTtl: number;
   private readonly staleTtl: number;
-  private readonly maxEntries: number;
   private readonly guard: LookupGuard | undefined;
 
   constructor(
@@ -159,7 +167,7 @@ export class Authenticator {
     this.refreshAhead = Math.min(opts.refreshAheadMs ?? Math.floor((this.positiveTtl * 3) / 4), this.positiveTtl);
     this.negativeTtl = opts.negativeTtlMs ?? 2_000;
     this.staleTtl = opts.staleTtlMs ?? 15 * 60_000;
-    this.maxEntries = opts.maxEntries ?? 50_000;
+    this.cache = new LRUCache({ max: opts.maxEntries ?? 50_000 });
     this.guard = opts.guard;
     for (const s of sources) s.onChange?.((c) => this.onChange(c));
   }
@@ -170,13 +178,16 @@ export class Authenticator {
       // stays: as the outage fallback (the feed can come back before the store answers, in a
       // failover, and such a key keeps working meanwhile, as in any outage), and as a key the
       // lookup guard knows, so that a flush does not send every key in use through its budgets.
+      const refusals: string[] = [];
       for (const [hash, e] of this.cache) {
-        if (e.identity === null) this.cache.delete(hash);
+        if (e.identity === null) refusals.push(hash);
         else {
           e.ttl = 0;
           e.degraded = false;
         }
       }
+      // Deleted after the walk: lru-cache's iterators do not allow deleting as they go.
+      for (const hash of refusals) this.cache.delete(hash);
       // Lookups under way may have been answered before changes the disconnect hid: their answers
       // serve the requests already waiting but are not kept, and later requests start their own.
       for (const lookup of this.pending.values()) lookup.raced = 'flush';
@@ -271,7 +282,7 @@ export class Authenticator {
   private async lookup(hash: string, key: string, address: string | undefined): Promise<Answer | Refused> {
     // A key seen valid (its answer aged, or was flushed) and a lookup already under way cost no
     // new unknown lookup; anything else asks the guard first.
-    const known = this.pending.has(hash) || this.cache.get(hash)?.identity;
+    const known = this.pending.has(hash) || this.cache.peek(hash)?.identity;
     if (this.guard === undefined || address === undefined || known) return this.ask(hash, key, false);
     const admission = this.guard.admit(address);
     if (!admission.admitted) {
@@ -307,7 +318,7 @@ export class Authenticator {
     if (!lookup) {
       const started: Lookup = { raced: null, background, answer: null as unknown as Promise<Answer> };
       this.pending.set(hash, started);
-      started.answer = this.askSources(hash, key, background, this.cache.get(hash), started).finally(() => {
+      started.answer = this.askSources(hash, key, background, this.cache.peek(hash), started).finally(() => {
         // A flush may have dropped this lookup and a newer one taken its place.
         if (this.pending.get(hash) === started) this.pending.delete(hash);
       });
@@ -351,7 +362,7 @@ export class Authenticator {
       // failure), and it is asked for again in the background every RENEW_RETRY_MS.
       const now = this.clock.now();
       if (previous?.identity && now - previous.at < previous.stale) {
-        if (this.cache.get(hash) === previous) {
+        if (this.cache.peek(hash) === previous) {
           previous.degraded = true;
           previous.renewAfter = now + RENEW_RETRY_MS;
         }
@@ -370,15 +381,6 @@ export class Authenticator {
     // A change arrived while we were asking and our answer may predate it: use it once, keep nothing.
     // Only a change that may contradict the answer counts (a creation cannot make a found key wrong).
     if (raced === 'flush' || (raced === 'deleted' && identity) || (raced === 'created' && !identity)) return;
-    if (this.cache.size >= this.maxEntries) {
-      // Maps iterate in insertion order: drop the oldest tenth.
-      let n = Math.ceil(this.maxEntries / 10);
-      for (const k of this.cache.keys()) {
-        this.cache.delete(k);
-        if (--n === 0) break;
-      }
-    }
-    this.cache.delete(hash);
     const entry: Entry = { identity, at, stale: source?.staleMs ?? this.staleTtl, ...this.lifetime(identity, source?.maxAgeMs) };
     // An unknown key (the common refusal) shares one frozen refusal: nothing more to keep.
     if (identity === null) entry.refusal = answer as KeyRefusal;

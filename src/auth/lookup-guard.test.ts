@@ -69,6 +69,21 @@ describe('LookupGuard', () => {
       admitted(g.admit('c'));
     });
 
+    it('takes a reloaded `maxAddresses` at the next lookup: a smaller one forgets the longest untouched, a larger one keeps more', () => {
+      const { g, set } = guard({ failuresPerAddress: 1, maxAddresses: 3, unknownKeyLookupsPerSecond: 0 });
+      for (const a of ['a', 'b', 'c']) admitted(g.admit(a)).settle('invalid');
+      set({ maxAddresses: 2 });
+      admitted(g.admit('d')).settle('invalid'); // a and b, the longest untouched, are forgotten
+      expect(g.tracked).toBe(2);
+      expect(g.admit('c').admitted).toBe(false);
+      expect(g.admit('d').admitted).toBe(false);
+      admitted(g.admit('b')).settle('invalid'); // a full budget again; c is forgotten for it
+      set({ maxAddresses: 4 });
+      for (const a of ['e', 'f']) admitted(g.admit(a)).settle('invalid');
+      expect(g.tracked).toBe(4);
+      for (const a of ['d', 'b', 'e', 'f']) expect(g.admit(a).admitted).toBe(false);
+    });
+
     it('is off at 0, and a reload takes effect at once', () => {
       const { g, set } = guard({ failuresPerAddress: 0, unknownKeyLookupsPerSecond: 0 });
       for (let i = 0; i < 100; i++) admitted(g.admit('a')).settle('invalid');

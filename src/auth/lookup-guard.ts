@@ -13,6 +13,7 @@
  * concurrent requests cannot overshoot) and gives both back when it finds a valid key or could not
  * be made (an outage is not the client's failure). Keys the replica knows are never asked here.
  */
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { AuthConfig } from '../config/index.js';
 import type { Clock } from '../runtime/clock.js';
@@ -40,8 +41,12 @@ function refill(b: Bucket, capacity: number, perMs: number, now: number): void {
 const CEILING_LOG_MS = 60_000;
 
 export class LookupGuard {
-  /** Addresses with a budget not full, in the order last touched (a Map keeps insertion order). */
-  private readonly addresses = new Map<string, Bucket>();
+  /**
+   * Addresses with a budget not full, at most `auth.maxAddresses`, the one longest untouched
+   * forgotten first. Touched means taken from: a refused address is read with `peek`, so an
+   * address that only sends refused keys does not keep its place.
+   */
+  private addresses: LRUCache<string, Bucket>;
   private readonly replica: Bucket;
   private ceilingLoggedAt = -Infinity;
   private ceilingRefusals = 0;
@@ -52,6 +57,7 @@ export class LookupGuard {
     private readonly log?: Logger,
   ) {
     this.replica = { tokens: settings().unknownKeyLookupBurst, at: clock.now() };
+    this.addresses = new LRUCache({ max: settings().maxAddresses });
   }
 
   /** Addresses tracked now (those whose budget is not full). */
@@ -106,7 +112,7 @@ export class LookupGuard {
 
   /** The address's budget refilled to now: the one kept, or a full one (not kept until it is taken from). */
   private addressBucket(address: string, s: AuthConfig, now: number): Bucket {
-    const b = this.addresses.get(address);
+    const b = this.addresses.peek(address);
     if (b === undefined) return { tokens: s.failuresPerAddress, at: now };
     refill(b, s.failuresPerAddress, s.failuresPerAddress / (s.failureWindowSeconds * 1000), now);
     return b;
@@ -115,14 +121,22 @@ export class LookupGuard {
   /** Takes one from the address's budget and makes it the most recently touched. */
   private take(address: string, b: Bucket, s: AuthConfig): void {
     b.tokens -= 1;
-    if (!this.addresses.delete(address)) {
-      while (this.addresses.size >= s.maxAddresses) {
-        const oldest = this.addresses.keys().next();
-        if (oldest.done) break;
-        this.addresses.delete(oldest.value);
-      }
-    }
+    if (this.addresses.max !== s.maxAddresses) this.resize(s.maxAddresses);
     this.addresses.set(address, b);
+  }
+
+  /**
+   * A reload changed `auth.maxAddresses` (lru-cache's bound is fixed when it is made): the
+   * addresses move to a new cache, longest untouched first, so the order is kept and a smaller
+   * bound forgets the longest untouched.
+   */
+  private resize(max: number): void {
+    const next = new LRUCache<string, Bucket>({ max });
+    for (const address of this.addresses.rkeys()) {
+      const b = this.addresses.peek(address);
+      if (b !== undefined) next.set(address, b);
+    }
+    this.addresses = next;
   }
 
   /** Gives back what a lookup took (settings may have changed since: a budget turned off takes nothing back). */
@@ -134,7 +148,7 @@ export class LookupGuard {
       this.replica.tokens = Math.min(s.unknownKeyLookupBurst, this.replica.tokens + 1);
     }
     if (!fromAddress || s.failuresPerAddress <= 0) return;
-    const b = this.addresses.get(address);
+    const b = this.addresses.peek(address);
     if (b === undefined) return;
     refill(b, s.failuresPerAddress, s.failuresPerAddress / (s.failureWindowSeconds * 1000), now);
     b.tokens += 1;

@@ -38,6 +38,15 @@ describe('Refusals', () => {
     expect(['a', 'b', 'c', 'd'].filter((k) => r.get(k, 2) !== undefined)).toEqual(['a', 'c', 'd']);
   });
 
+  it('at the bound, keeps the subject whose retries it is answering and forgets one refused earlier and not seen since', () => {
+    const r = new Refusals({ maxAgeMs: 10_000, max: 2 });
+    r.keep('retrying', { until: 9_000 }, 0);
+    r.keep('gone', { until: 9_000 }, 0);
+    expect(r.get('retrying', 1)).toBeDefined(); // a retry answered from memory
+    r.keep('new', { until: 9_000 }, 2);
+    expect(['retrying', 'gone', 'new'].filter((k) => r.get(k, 3) !== undefined)).toEqual(['retrying', 'new']);
+  });
+
   it('clear forgets everything', () => {
     const r = new Refusals({ maxAgeMs: 10_000, max: 3 });
     r.keep('a', { until: 9_000 }, 0);

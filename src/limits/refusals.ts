@@ -5,8 +5,11 @@
  * (Redis restarted empty, keys deleted by hand, replicas on different configs mid-reload). The
  * limiters decide how long the answer holds; this holds the entries, each at most `maxAgeMs`
  * (which bounds how stale an answer can get when the store does change behind our back), at most
- * `max` of them, the oldest forgotten first: forgetting only costs that subject one round trip.
+ * `max` of them, the subject refused or retried least recently forgotten first: forgetting only
+ * costs that subject one round trip.
  */
+import { LRUCache } from 'lru-cache';
+
 export interface Kept {
   /** Until this instant (sidecar clock, ms) the store's answer is certain to be the same. */
   until: number;
@@ -25,32 +28,44 @@ export interface RememberRefusals {
   rememberRefusalsMs?: number;
 }
 
-/** Each limiter keeps at most this many refused subjects (the oldest are forgotten first). */
+/** Each limiter keeps at most this many refused subjects (the least recently refused or retried are forgotten first). */
 const MAX_KEPT = 10_000;
 
 export function refusalsFor<T extends Kept>(opts: RememberRefusals): Refusals<T> {
   return new Refusals<T>({ maxAgeMs: opts.rememberRefusalsMs ?? 10_000, max: MAX_KEPT });
 }
 
+interface Entry<T> {
+  /** When the entry is dropped: the refusal's own `until`, capped at `maxAgeMs` from when it was kept. */
+  until: number;
+  refusal: T;
+}
+
 export class Refusals<T extends Kept> {
-  /** Each refusal with the instant it is dropped: its own `until`, capped at `maxAgeMs` from when it was kept. */
-  private readonly map = new Map<string, { until: number; refusal: T }>();
-  /** The next instant the front of the map is checked for expired entries (once a second at most). */
+  /**
+   * lru-cache holds the bound and the order (a retry that is answered from here makes the subject
+   * the most recent). Each entry ends at its own `until`, checked here: the limiters pass the
+   * instant they decide at, a refusal must end exactly when the store would admit, and lru-cache's
+   * ttl runs on its own clock and keeps an entry up to its ttl inclusive.
+   */
+  private readonly kept: LRUCache<string, Entry<T>>;
+  /** The next instant the least recent entries are checked for expired ones (once a second at most). */
   private sweepAt = 0;
 
-  constructor(private readonly opts: RefusalsOptions) {}
+  constructor(private readonly opts: RefusalsOptions) {
+    this.kept = new LRUCache({ max: Math.max(1, opts.max) });
+  }
 
   get size(): number {
-    return this.map.size;
+    return this.kept.size;
   }
 
   /** The refusal kept for `subject` if it still holds at `now`; an expired one is dropped. */
   get(subject: string, now: number): T | undefined {
-    if (this.map.size === 0) return undefined;
-    const kept = this.map.get(subject);
+    const kept = this.kept.get(subject);
     if (kept === undefined) return undefined;
     if (now < kept.until) return kept.refusal;
-    this.map.delete(subject);
+    this.kept.delete(subject);
     return undefined;
   }
 
@@ -59,31 +74,34 @@ export class Refusals<T extends Kept> {
     if (this.opts.maxAgeMs <= 0 || this.opts.max <= 0) return;
     const until = Math.min(r.until, now + this.opts.maxAgeMs);
     if (!(until > now)) return;
-    this.map.delete(subject); // re-inserted last: Map order is refusal order
     if (now >= this.sweepAt) {
-      // Entries live at most maxAgeMs, so the oldest refusals mostly expire first: drop the
-      // expired ones at the front so that idle subjects do not sit in memory until evicted. Once a
-      // second, not per call: reaching the front of a Map walks past the slots deletes left.
       this.sweepAt = now + 1000;
-      for (const [k, v] of this.map) {
-        if (v.until > now) break;
-        this.map.delete(k);
-      }
+      this.sweep(now);
     }
-    if (this.map.size >= this.opts.max) {
-      const oldest = this.map.keys().next();
-      if (!oldest.done) this.map.delete(oldest.value);
+    this.kept.set(subject, { until, refusal: r });
+  }
+
+  /**
+   * Entries live at most maxAgeMs, so the least recently used mostly expire first: drop the
+   * expired ones at that end so that idle subjects do not sit in memory until evicted.
+   */
+  private sweep(now: number): void {
+    const expired: string[] = [];
+    // Collected first: lru-cache's iterators do not allow deleting as they go.
+    for (const subject of this.kept.rkeys()) {
+      if ((this.kept.peek(subject)?.until ?? now) > now) break;
+      expired.push(subject);
     }
-    this.map.set(subject, { until, refusal: r });
+    for (const subject of expired) this.kept.delete(subject);
   }
 
   /** Forgets one subject's refusal (an operator reset its counts). */
   delete(subject: string): void {
-    this.map.delete(subject);
+    this.kept.delete(subject);
   }
 
   /** Forgets everything: the store may have changed behind our back (it reconnected). */
   clear(): void {
-    this.map.clear();
+    this.kept.clear();
   }
 }
