@@ -64,11 +64,13 @@ export interface ForwarderOptions extends UpstreamAgentOptions {
 /** What every exchange of one Forwarder shares. */
 class ForwarderContext {
   /**
-   * Exchanges waiting for the relay's response headers, in the order they were sent (a Set keeps
-   * insertion order: the oldest first). One interval sweeps them rather than a timer per request:
-   * a reload's new bound applies to the exchanges already waiting, and a request adds a Set entry.
+   * Exchanges waiting for the relay's response headers, oldest first: a doubly linked list through
+   * the exchanges. One interval sweeps it rather than a timer per request, so a reload's new bound
+   * applies to the exchanges already waiting. Not a Set: one entry added and deleted per request
+   * kept dead requests alive through young-generation collections (docs/performance.md).
    */
-  readonly waiting = new Set<Exchange>();
+  head: JobState | null = null;
+  tail: JobState | null = null;
   headersTimeoutMs = 0;
 
   constructor(
@@ -76,197 +78,92 @@ class ForwarderContext {
     readonly onOutOfSockets: ForwarderOptions['onOutOfSockets'],
   ) {}
 
+  wait(s: JobState): void {
+    s.waiting = true;
+    s.prev = this.tail;
+    if (this.tail !== null) this.tail.next = s;
+    else this.head = s;
+    this.tail = s;
+  }
+
+  unwait(s: JobState): void {
+    if (!s.waiting) return;
+    s.waiting = false;
+    if (s.prev !== null) s.prev.next = s.next;
+    else this.head = s.next;
+    if (s.next !== null) s.next.prev = s.prev;
+    else this.tail = s.prev;
+    s.prev = s.next = null;
+  }
+
   /** Answers 504 to every exchange that has waited `headersTimeoutMs` or longer, and aborts its relay request. */
   sweep(now: number): void {
     const limit = this.headersTimeoutMs;
     if (limit <= 0) return;
-    for (const exchange of this.waiting) {
-      if (now - exchange.sentAt < limit) break;
-      this.waiting.delete(exchange);
-      exchange.timedOut(limit);
+    // Exchanges join at the tail as they are sent, so the oldest are at the head.
+    while (this.head !== null && now - this.head.sentAt >= limit) {
+      const s = this.head;
+      this.unwait(s);
+      if (s.finished) continue;
+      sendRefusal(s.res, Refusals.UPSTREAM_TIMEOUT, s.requestId, { params: { seconds: limit / 1000 } });
+      s.finish('upstream_timeout', Refusals.UPSTREAM_TIMEOUT.status, null);
+      // Its error (socket hang up) then finds the exchange finished and answers nothing more.
+      s.proxyReq?.destroy();
     }
   }
 }
 
-const SWITCHED = 'the relay answered 101 Switching Protocols to a request that asked for no protocol switch';
+const JOB = Symbol('sluice.forwardJob');
 
-/** One forwarded exchange: the client's request and response, and the relay's once it answers. */
-class Exchange {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  private readonly requestId: string;
-  private readonly intercept: ForwardJob['intercept'];
-  private readonly done: ForwardJob['done'];
-  private readonly extraHeaders: ForwardJob['extraHeaders'];
-  readonly sentAt = performance.now();
-  /** The body to send and what it holds of the budget, until the exchange is handed to http-proxy. */
-  body: Buffer | null;
-  lease: BodyLease | null;
-  private proxyReq: ClientRequest | null = null;
+/**
+ * One forwarded exchange. The event handlers below are shared module-level functions that find
+ * their exchange through a symbol on the emitter (the client request, the client response, the
+ * relay's response). Measured against an Exchange class with per-request closures and a WeakMap
+ * (356a8b2): that form kept dead requests alive through young-generation collections, scavenges
+ * took three times as long and the paid path lost a third of its throughput (docs/performance.md).
+ */
+class JobState {
+  proxyReq: ClientRequest | null = null;
+  up: IncomingMessage | null = null;
   finished = false;
   /** Set once the relay answered. */
-  private status: number | null = null;
-  private upstreamMs: number | null = null;
+  status: number | null = null;
+  upstreamMs: number | null = null;
   /** Counted in `openStreams` until finished. */
-  private streaming = false;
+  streaming = false;
+  /** In the context's list of exchanges waiting for the relay's headers. */
+  waiting = false;
+  prev: JobState | null = null;
+  next: JobState | null = null;
+
+  /** The body to send and what it holds of the budget, until the exchange is handed to http-proxy. */
+  body: Buffer | null = null;
+  lease: BodyLease | null = null;
 
   constructor(
-    job: ForwardJob,
-    private readonly ctx: ForwarderContext,
-  ) {
-    this.req = job.req;
-    this.res = job.res;
-    this.requestId = job.requestId;
-    this.intercept = job.intercept;
-    this.done = job.done;
-    this.extraHeaders = job.extraHeaders;
-    this.body = job.body;
-    this.lease = job.lease ?? null;
-    // A client that leaves stops the relay's work: http-proxy 1.18.1 would let it run on.
-    this.res.on('close', () => {
-      if (this.res.writableFinished) return;
-      this.proxyReq?.destroy();
-      this.finish('client_aborted', this.status, this.upstreamMs);
-    });
-  }
-
-  /** http-proxy made the relay request (its 'proxyReq' event). */
-  sent(proxyReq: ClientRequest): void {
-    this.proxyReq = proxyReq;
-    proxyReq.on('upgrade', (_up: IncomingMessage, socket: Duplex) => {
-      socket.destroy();
-      this.refuseSwitch();
-    });
-    // The body's share of the budget goes back once it is in the relay socket's hands (the
-    // request's 'finish'), not when the answer ends: a stream may run for minutes after.
-    const lease = this.lease;
-    this.lease = null;
-    if (lease !== null) proxyReq.once('finish', () => lease.release());
-    // The client left while the relay connection was still being made: do not send the request at all.
-    if (this.res.destroyed && !this.res.writableFinished) proxyReq.destroy();
-  }
-
-  /** The relay's response headers came (http-proxy's 'proxyRes' event). */
-  answered(up: IncomingMessage): void {
-    const res = this.res;
-    this.ctx.waiting.delete(this);
-    if (this.finished) {
-      // Answered already (the headers came after sluice's 504).
-      up.destroy();
-      return;
-    }
-    if (up.statusCode === 101) {
-      // A 101 without `Upgrade` reaches here as a response: the same refusal, never passed on.
-      up.destroy();
-      this.proxyReq?.destroy();
-      return this.refuseSwitch();
-    }
-    const upstreamMs = performance.now() - this.sentAt;
-    const status = up.statusCode ?? 502;
-    this.status = status;
-    this.upstreamMs = upstreamMs;
-    if (res.destroyed) {
-      up.destroy();
-      return;
-    }
-    if (this.intercept?.(up)) {
-      up.resume();
-      this.finish('intercepted', status, upstreamMs);
-      return;
-    }
-    const headers = filterResponseHeaders(up.rawHeaders);
-    const extra = this.extraHeaders;
-    if (extra !== undefined) {
-      // sluice's own fields go out only where the relay sent none of the same name.
-      let added = '';
-      for (const name in extra) {
-        if (up.headers[name] !== undefined) continue;
-        headers.push(name, extra[name]!);
-        added = added === '' ? name : `${added}, ${name}`;
-      }
-      // An answer the relay made readable cross-origin: a page can read the fields sluice added too.
-      // A line of its own, so the relay's own Access-Control-Expose-Headers, if any, stays as it was
-      // (a browser joins repeated lines of a list field).
-      if (added !== '' && up.headers['access-control-allow-origin'] !== undefined) headers.push('access-control-expose-headers', added);
-    }
-    res.writeHead(status, up.statusMessage, headers);
-    const ct = up.headers['content-type'];
-    if (ct?.startsWith('text/event-stream')) {
-      // Send headers now: a reasoning model may think for minutes before its first event.
-      res.flushHeaders();
-      if (this.ctx.openStreams !== undefined) {
-        this.streaming = true;
-        this.ctx.openStreams.inc();
-      }
-    }
-    // A relay that dies mid-body must end the client's stream visibly, not leave it hanging.
-    up.on('close', () => {
-      if (up.complete) return;
-      res.destroy();
-      this.finish('upstream_aborted', this.status, this.upstreamMs);
-    });
-    res.on('finish', () => this.finish('admitted', this.status, this.upstreamMs));
-    up.pipe(res);
-  }
-
-  /** The relay request failed (http-proxy's 'error' event). */
-  failed(err: Error): void {
-    if (this.finished) return;
-    const res = this.res;
-    if (res.headersSent) {
-      res.destroy();
-      this.finish('upstream_aborted', this.status, this.upstreamMs, err);
-      return;
-    }
-    // (req.destroyed says nothing here: a fully read request is destroyed once consumed.)
-    if (res.destroyed || res.writableEnded) {
-      this.finish('client_aborted', null, null, err);
-      return;
-    }
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EMFILE' || code === 'ENFILE') {
-      // The relay is not at fault: sluice has no descriptor left to reach it with.
-      sendRefusal(res, Refusals.OUT_OF_SOCKETS, this.requestId);
-      this.finish('out_of_sockets', Refusals.OUT_OF_SOCKETS.status, null, err);
-      this.ctx.onOutOfSockets?.(err);
-      return;
-    }
-    // Never replay: a POST the relay may have started is answered 502, not retried.
-    sendRefusal(res, Refusals.UPSTREAM_UNREACHABLE, this.requestId);
-    this.finish('upstream_error', Refusals.UPSTREAM_UNREACHABLE.status, null, err);
-  }
-
-  /** The relay's headers did not come within `limitMs`: 504, and the relay request aborted. */
-  timedOut(limitMs: number): void {
-    if (this.finished) return;
-    sendRefusal(this.res, Refusals.UPSTREAM_TIMEOUT, this.requestId, { params: { seconds: limitMs / 1000 } });
-    this.finish('upstream_timeout', Refusals.UPSTREAM_TIMEOUT.status, null);
-    // Its error (socket hang up) then finds the exchange finished and answers nothing more.
-    this.proxyReq?.destroy();
-  }
-
-  /**
-   * The relay switched protocols though sluice asked for no switch (it strips `Upgrade`): Node's
-   * client then emits neither a response nor an error, only 'upgrade' to a listener (without one it
-   * closes the socket in silence), and the client would wait out upstream.headersTimeoutSeconds.
-   * Answered 502 at once instead, and the connection closed: what follows on it is no HTTP.
-   */
-  private refuseSwitch(): void {
-    if (this.finished) return;
-    const err = new Error(SWITCHED);
-    if (this.res.destroyed || this.res.writableEnded) return this.finish('client_aborted', null, null, err);
-    sendRefusal(this.res, Refusals.UPSTREAM_UNREACHABLE, this.requestId);
-    this.finish('upstream_error', Refusals.UPSTREAM_UNREACHABLE.status, performance.now() - this.sentAt, err);
-  }
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly requestId: string,
+    readonly intercept: ((upstream: IncomingMessage) => boolean) | undefined,
+    readonly done: ((r: ForwardResult) => void) | undefined,
+    readonly extraHeaders: Readonly<Record<string, string>> | undefined,
+    readonly ctx: ForwarderContext,
+    readonly sentAt: number,
+  ) {}
 
   finish(outcome: ForwardResult['outcome'], status: number | null, upstreamMs: number | null, error?: Error): void {
     if (this.finished) return;
     this.finished = true;
-    this.ctx.waiting.delete(this);
+    if (this.waiting) this.ctx.unwait(this);
     if (this.streaming) this.ctx.openStreams!.dec();
     if (this.done) this.done(error === undefined ? { outcome, status, upstreamMs } : { outcome, status, upstreamMs, error });
   }
 }
+
+interface Carrier {
+  [JOB]?: JobState;
+}
+type WithJob = IncomingMessage & Carrier;
 
 /**
  * The already-read body as the stream http-proxy sends (its `buffer` option); the gateway has set
@@ -280,6 +177,171 @@ function bodyStream(body: Buffer | null): Readable {
   if (body !== null) stream.push(body);
   stream.push(null);
   return stream;
+}
+
+// A client that leaves stops the relay's work: http-proxy 1.18.1 would let it run on.
+function onClientClose(this: ServerResponse & Carrier): void {
+  const state = this[JOB];
+  if (!state || this.writableFinished) return;
+  state.proxyReq?.destroy();
+  state.finish('client_aborted', state.status, state.upstreamMs);
+}
+
+// A relay that dies mid-body must end the client's stream visibly, not leave it hanging.
+function onRelayClose(this: IncomingMessage & Carrier): void {
+  const state = this[JOB];
+  if (!state || this.complete) return;
+  state.res.destroy();
+  state.finish('upstream_aborted', state.status, state.upstreamMs);
+}
+
+function onRelayEnd(this: IncomingMessage & Carrier): void {
+  this[JOB]?.res.end();
+}
+
+function onRelayData(this: IncomingMessage & Carrier, chunk: Buffer): void {
+  const state = this[JOB]!;
+  if (!state.res.write(chunk)) {
+    this.pause();
+    state.res.once('drain', onClientDrain);
+  }
+}
+
+function onClientDrain(this: ServerResponse & Carrier): void {
+  this[JOB]?.up?.resume();
+}
+
+function onClientFinish(this: ServerResponse & Carrier): void {
+  const state = this[JOB];
+  if (state) state.finish('admitted', state.status, state.upstreamMs);
+}
+
+/**
+ * The relay switched protocols though sluice asked for no switch (it strips `Upgrade`): Node's
+ * client then emits neither a response nor an error, only 'upgrade' to a listener (without one it
+ * closes the socket in silence), and the client would wait out upstream.headersTimeoutSeconds.
+ * Answered 502 at once instead, and the connection closed: what follows on it is no HTTP.
+ */
+function onRelayUpgrade(this: ClientRequest & Carrier, _up: IncomingMessage, socket: Duplex): void {
+  socket.destroy();
+  const state = this[JOB];
+  if (state) refuseSwitch(state);
+}
+
+const SWITCHED = 'the relay answered 101 Switching Protocols to a request that asked for no protocol switch';
+
+function refuseSwitch(state: JobState): void {
+  if (state.finished) return;
+  const err = new Error(SWITCHED);
+  if (state.res.destroyed || state.res.writableEnded) return state.finish('client_aborted', null, null, err);
+  sendRefusal(state.res, Refusals.UPSTREAM_UNREACHABLE, state.requestId);
+  state.finish('upstream_error', Refusals.UPSTREAM_UNREACHABLE.status, performance.now() - state.sentAt, err);
+}
+
+function onProxyReq(proxyReq: ClientRequest, req: IncomingMessage): void {
+  const state = (req as WithJob)[JOB];
+  if (!state) return;
+  state.proxyReq = proxyReq;
+  (proxyReq as ClientRequest & Carrier)[JOB] = state;
+  proxyReq.on('upgrade', onRelayUpgrade);
+  // The body's share of the budget goes back once it is in the relay socket's hands (the
+  // request's 'finish'), not when the answer ends: a stream may run for minutes after.
+  const lease = state.lease;
+  state.lease = null;
+  if (lease !== null) proxyReq.once('finish', () => lease.release());
+  // The client left while the relay connection was still being made: do not send the request at all.
+  if (state.res.destroyed && !state.res.writableFinished) proxyReq.destroy();
+}
+
+function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerResponse): void {
+  const state = (req as WithJob)[JOB];
+  if (!state) {
+    up.destroy();
+    return;
+  }
+  if (state.waiting) state.ctx.unwait(state);
+  if (state.finished) {
+    // Answered already (the headers came after sluice's 504).
+    up.destroy();
+    return;
+  }
+  if (up.statusCode === 101) {
+    // A 101 without `Upgrade` reaches here as a response: the same refusal, never passed on.
+    up.destroy();
+    state.proxyReq?.destroy();
+    return refuseSwitch(state);
+  }
+  const upstreamMs = performance.now() - state.sentAt;
+  const status = up.statusCode ?? 502;
+  state.status = status;
+  state.upstreamMs = upstreamMs;
+  if (res.destroyed) {
+    up.destroy();
+    return;
+  }
+  if (state.intercept?.(up)) {
+    up.resume();
+    state.finish('intercepted', status, upstreamMs);
+    return;
+  }
+  const headers = filterResponseHeaders(up.rawHeaders);
+  const extra = state.extraHeaders;
+  if (extra !== undefined) {
+    // sluice's own fields go out only where the relay sent none of the same name.
+    let added = '';
+    for (const name in extra) {
+      if (up.headers[name] !== undefined) continue;
+      headers.push(name, extra[name]!);
+      added = added === '' ? name : `${added}, ${name}`;
+    }
+    // An answer the relay made readable cross-origin: a page can read the fields sluice added too.
+    // A line of its own, so the relay's own Access-Control-Expose-Headers, if any, stays as it was
+    // (a browser joins repeated lines of a list field).
+    if (added !== '' && up.headers['access-control-allow-origin'] !== undefined) headers.push('access-control-expose-headers', added);
+  }
+  res.writeHead(status, up.statusMessage, headers);
+  const ct = up.headers['content-type'];
+  if (ct?.startsWith('text/event-stream')) {
+    // Send headers now: a reasoning model may think for minutes before its first event.
+    res.flushHeaders();
+    if (state.ctx.openStreams !== undefined) {
+      state.streaming = true;
+      state.ctx.openStreams.inc();
+    }
+  }
+  state.up = up;
+  (up as IncomingMessage & Carrier)[JOB] = state;
+  up.on('close', onRelayClose);
+  up.on('end', onRelayEnd);
+  up.on('data', onRelayData);
+  res.on('finish', onClientFinish);
+}
+
+function onProxyError(err: Error, req: IncomingMessage): void {
+  const state = (req as WithJob)[JOB];
+  if (!state || state.finished) return;
+  const res = state.res;
+  if (res.headersSent) {
+    res.destroy();
+    state.finish('upstream_aborted', state.status, state.upstreamMs, err);
+    return;
+  }
+  // (req.destroyed says nothing here: a fully read request is destroyed once consumed.)
+  if (res.destroyed || res.writableEnded) {
+    state.finish('client_aborted', null, null, err);
+    return;
+  }
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'EMFILE' || code === 'ENFILE') {
+    // The relay is not at fault: sluice has no descriptor left to reach it with.
+    sendRefusal(res, Refusals.OUT_OF_SOCKETS, state.requestId);
+    state.finish('out_of_sockets', Refusals.OUT_OF_SOCKETS.status, null, err);
+    state.ctx.onOutOfSockets?.(err);
+    return;
+  }
+  // Never replay: a POST the relay may have started is answered 502, not retried.
+  sendRefusal(res, Refusals.UPSTREAM_UNREACHABLE, state.requestId);
+  state.finish('upstream_error', Refusals.UPSTREAM_UNREACHABLE.status, null, err);
 }
 
 /**
@@ -304,8 +366,7 @@ export class Forwarder {
   readonly agent: http.Agent;
   private readonly target: Partial<Url>;
   private readonly ctx: ForwarderContext;
-  private readonly exchanges = new WeakMap<IncomingMessage, Exchange>();
-  /** Sweeps the exchanges waiting for the relay's headers (ForwarderContext.waiting says why one interval). */
+  /** One interval for every exchange's headers bound, not a timer per request. */
   private sweeper: NodeJS.Timeout | null = null;
 
   constructor(opts: ForwarderOptions) {
@@ -320,21 +381,21 @@ export class Forwarder {
       changeOrigin: true,
       ws: false,
     });
-    // http-proxy's events name the client's request; the exchange is found from it.
-    this.proxy.on('proxyReq', (proxyReq, req) => this.exchanges.get(req)?.sent(proxyReq));
-    this.proxy.on('proxyRes', (up, req) => {
-      const exchange = this.exchanges.get(req);
-      if (exchange === undefined) up.destroy();
-      else exchange.answered(up);
-    });
-    this.proxy.on('error', (err, req) => this.exchanges.get(req)?.failed(err));
+    this.proxy.on('proxyReq', onProxyReq);
+    this.proxy.on('proxyRes', onProxyRes);
+    this.proxy.on('error', onProxyError);
   }
 
   forward(job: ForwardJob): void {
-    const exchange = new Exchange(job, this.ctx);
-    this.exchanges.set(job.req, exchange);
-    if (this.ctx.headersTimeoutMs > 0) this.ctx.waiting.add(exchange);
-    this.turn.add(exchange);
+    const { req, res } = job;
+    const state = new JobState(req, res, job.requestId, job.intercept, job.done, job.extraHeaders, this.ctx, performance.now());
+    (req as WithJob)[JOB] = state;
+    (res as ServerResponse & Carrier)[JOB] = state;
+    res.on('close', onClientClose);
+    if (this.ctx.headersTimeoutMs > 0) this.ctx.wait(state);
+    state.body = job.body;
+    state.lease = job.lease ?? null;
+    this.turn.add(state);
   }
 
   /**
@@ -346,16 +407,16 @@ export class Forwarder {
    * per wake-up. A store round trip gives the free path this batching anyway; this gives it to
    * every request, for the cost of waiting out the rest of the current turn.
    */
-  private readonly turn = new TurnBatch<Exchange>((turn) => {
-    for (const exchange of turn) {
-      const body = exchange.body;
-      exchange.body = null;
+  private readonly turn = new TurnBatch<JobState>((turn) => {
+    for (const state of turn) {
+      const body = state.body;
+      state.body = null;
       // The client left before the turn ended: nothing goes to the relay (its 'close' finishes the exchange).
-      if (exchange.finished || exchange.res.destroyed) {
-        exchange.lease?.release();
-        exchange.lease = null;
+      if (state.finished || state.res.destroyed) {
+        state.lease?.release();
+        state.lease = null;
       } else {
-        this.proxy.web(exchange.req, exchange.res, { target: this.target, buffer: bodyStream(body) });
+        this.proxy.web(state.req, state.res, { target: this.target, buffer: bodyStream(body) });
       }
     }
   });
@@ -369,7 +430,7 @@ export class Forwarder {
     } else if (seconds <= 0 && this.sweeper !== null) {
       clearInterval(this.sweeper);
       this.sweeper = null;
-      this.ctx.waiting.clear();
+      while (this.ctx.head !== null) this.ctx.unwait(this.ctx.head);
     }
   }
 
