@@ -25,14 +25,55 @@ const rounds = 5;
 const now = performance.now();
 const records: Array<[AccessRecord, Outcome]> = [
   [
-    { id: '01JD2X3Y4Z5A6B7C8D9E0F1G2H', method: 'POST', path: '/v1/chat/completions', family: 'chat', ip: '127.0.0.1', user: 'bench-1234-17', keyId: 'k_abcdefghijkl', model: 'gpt-4o-mini', freeTier: false, status: 200, start: now, decidedMs: 0.0532, upstreamMs: 1.2345 },
+    {
+      id: '01JD2X3Y4Z5A6B7C8D9E0F1G2H',
+      method: 'POST',
+      path: '/v1/chat/completions',
+      family: 'chat',
+      ip: '127.0.0.1',
+      user: 'bench-1234-17',
+      keyId: 'k_abcdefghijkl',
+      model: 'gpt-4o-mini',
+      freeTier: false,
+      status: 200,
+      start: now,
+      decidedMs: 0.0532,
+      upstreamMs: 1.2345,
+    },
     'admitted',
   ],
   [
-    { id: '01JD2X3Y4Z5A6B7C8D9E0F1G2J', method: 'POST', path: '/v1beta/models/gemini-2.5-flash:generateContent', family: 'gemini', ip: '127.0.0.1', user: 'bench-1234-18', keyId: 'k_mnopqrstuvwx', model: 'gemini-2.5-flash', freeTier: true, status: 200, start: now, decidedMs: 0.0811, upstreamMs: 2.5 },
+    {
+      id: '01JD2X3Y4Z5A6B7C8D9E0F1G2J',
+      method: 'POST',
+      path: '/v1beta/models/gemini-2.5-flash:generateContent',
+      family: 'gemini',
+      ip: '127.0.0.1',
+      user: 'bench-1234-18',
+      keyId: 'k_mnopqrstuvwx',
+      model: 'gemini-2.5-flash',
+      freeTier: true,
+      status: 200,
+      start: now,
+      decidedMs: 0.0811,
+      upstreamMs: 2.5,
+    },
     'admitted',
   ],
-  [{ id: '01JD2X3Y4Z5A6B7C8D9E0F1G2K', method: 'POST', path: '/v1/chat/completions', family: 'chat', ip: '127.0.0.1', reason: 'unknown_key', status: 401, start: now, decidedMs: 0.0123 }, 'unauthorized'],
+  [
+    {
+      id: '01JD2X3Y4Z5A6B7C8D9E0F1G2K',
+      method: 'POST',
+      path: '/v1/chat/completions',
+      family: 'chat',
+      ip: '127.0.0.1',
+      reason: 'unknown_key',
+      status: 401,
+      start: now,
+      decidedMs: 0.0123,
+    },
+    'unauthorized',
+  ],
 ];
 
 /** A destination that takes the line and drops it: what is left is the line's building. */

@@ -61,7 +61,11 @@ async function machine(): Promise<Record<string, string>> {
     node: process.version,
     'http-proxy': version('http-proxy'),
     ioredis: version('ioredis'),
-    redis: (await tryRun('redis-server', ['--version'])).split(' ').find((w) => w.startsWith('v='))?.slice(2) ?? 'unknown',
+    redis:
+      (await tryRun('redis-server', ['--version']))
+        .split(' ')
+        .find((w) => w.startsWith('v='))
+        ?.slice(2) ?? 'unknown',
     wrk: (await tryRun('sh', ['-c', 'wrk -v 2>&1 | head -1'])).split(' ')[1] ?? 'not installed',
   };
 }

@@ -272,11 +272,30 @@ const MODEL_REQUIRED = 'Model name not specified, model name cannot be empty';
 /** Whether new-api runs its distributor on this method and decoded path, and so reads a model. */
 function distributes(method: string, path: string): boolean {
   const v1Posts = [
-    '/v1/messages', '/v1/completions', '/v1/chat/completions', '/v1/responses', '/v1/responses/compact', '/v1/alpha/search',
-    '/v1/edits', '/v1/images/generations', '/v1/images/edits', '/v1/embeddings', '/v1/audio/transcriptions',
-    '/v1/audio/translations', '/v1/audio/speech', '/v1/rerank', '/v1/moderations', '/v1/images/variations', '/v1/files',
-    '/v1/fine-tunes', '/pg/chat/completions', '/v1/video/generations', '/v1/videos', '/kling/v1/videos/text2video',
-    '/kling/v1/videos/image2video', '/jimeng/',
+    '/v1/messages',
+    '/v1/completions',
+    '/v1/chat/completions',
+    '/v1/responses',
+    '/v1/responses/compact',
+    '/v1/alpha/search',
+    '/v1/edits',
+    '/v1/images/generations',
+    '/v1/images/edits',
+    '/v1/embeddings',
+    '/v1/audio/transcriptions',
+    '/v1/audio/translations',
+    '/v1/audio/speech',
+    '/v1/rerank',
+    '/v1/moderations',
+    '/v1/images/variations',
+    '/v1/files',
+    '/v1/fine-tunes',
+    '/pg/chat/completions',
+    '/v1/video/generations',
+    '/v1/videos',
+    '/kling/v1/videos/text2video',
+    '/kling/v1/videos/image2video',
+    '/jimeng/',
   ];
   if (method === 'POST') {
     if (v1Posts.includes(path)) return true;
@@ -292,9 +311,15 @@ function distributes(method: string, path: string): boolean {
 
 function mjModel(path: string, action: string): string | null {
   const fixed: Array<[string, string]> = [
-    ['/mj/submit/imagine', 'mj_imagine'], ['/mj/submit/video', 'mj_video'], ['/mj/submit/edits', 'mj_edits'],
-    ['/mj/submit/blend', 'mj_blend'], ['/mj/submit/describe', 'mj_describe'], ['/mj/submit/shorten', 'mj_shorten'],
-    ['/mj/submit/modal', 'mj_modal'], ['/mj/insight-face/swap', 'swap_face'], ['/submit/upload-discord-images', 'mj_upload'],
+    ['/mj/submit/imagine', 'mj_imagine'],
+    ['/mj/submit/video', 'mj_video'],
+    ['/mj/submit/edits', 'mj_edits'],
+    ['/mj/submit/blend', 'mj_blend'],
+    ['/mj/submit/describe', 'mj_describe'],
+    ['/mj/submit/shorten', 'mj_shorten'],
+    ['/mj/submit/modal', 'mj_modal'],
+    ['/mj/insight-face/swap', 'swap_face'],
+    ['/submit/upload-discord-images', 'mj_upload'],
   ];
   for (const [suffix, model] of fixed) if (path.endsWith(suffix)) return model;
   if (path.endsWith('/mj/submit/change') || path.endsWith('/mj/submit/simple-change')) return `mj_${action.toLowerCase()}`;

@@ -47,9 +47,7 @@ describe('standinDeltas', () => {
 
 describe('openai SDK, directly against the stand-in', () => {
   it('chat.completions.create', async () => {
-    const { data, response } = await openai.chat.completions
-      .create({ model: 'vend-flash', messages: [{ role: 'user', content: 'hi' }] })
-      .withResponse();
+    const { data, response } = await openai.chat.completions.create({ model: 'vend-flash', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
     expect(data.object).toBe('chat.completion');
     expect(data.model).toBe('vend-flash');
     expect(data.choices[0]?.message.content).toBe(STANDIN_TEXT);
@@ -160,9 +158,7 @@ describe('openai SDK, directly against the stand-in', () => {
 
   it('a behaviour with status 429 (empty body) makes the SDK throw RateLimitError', async () => {
     relay.behave((r) => r.url === '/v1/chat/completions', { status: 429, headers: { 'retry-after': '7' } });
-    const err = await rejectionOf(
-      openai.chat.completions.create({ model: 'vend-flash-free', messages: [{ role: 'user', content: 'hi' }] }),
-    );
+    const err = await rejectionOf(openai.chat.completions.create({ model: 'vend-flash-free', messages: [{ role: 'user', content: 'hi' }] }));
     expect(err).toBeInstanceOf(RateLimitError);
     const rl = err as RateLimitError;
     expect(rl.status).toBe(429);
@@ -192,9 +188,7 @@ describe('openai SDK, directly against the stand-in', () => {
     const body = '{"error":{"code":"free_tier_exhausted","message":"busy","type":"new_api_error"}}';
     relay.behave(() => true, { status: 500 });
     relay.behave((r) => r.url === '/v1/chat/completions', { status: 402, body });
-    const err = await rejectionOf(
-      openai.chat.completions.create({ model: 'vend-flash-free', messages: [{ role: 'user', content: 'hi' }] }),
-    );
+    const err = await rejectionOf(openai.chat.completions.create({ model: 'vend-flash-free', messages: [{ role: 'user', content: 'hi' }] }));
     expect(err).toBeInstanceOf(APIError);
     const api = err as APIError;
     expect(api.status).toBe(402);
@@ -246,9 +240,7 @@ describe('openai SDK, directly against the stand-in', () => {
 
   it('dieAfterEvents: 0 drops the connection without any answer', async () => {
     relay.behave(() => true, { dieAfterEvents: 0 });
-    await expect(
-      openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
-    ).rejects.toBeInstanceOf(OpenAI.APIConnectionError);
+    await expect(openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(OpenAI.APIConnectionError);
     expect(relay.requests).toHaveLength(1);
   });
 
@@ -620,7 +612,11 @@ describe('new-api rules the stand-in keeps (demo/new-api.ts)', () => {
     try {
       const call = async (base: string, path: string, key: string) => {
         const res = await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"model":"gpt-4o"}' });
-        return { status: res.status, channelHeader: res.headers.get('specific_channel_version'), body: (await res.json()) as { error?: { code: string; message: string; type: string } } };
+        return {
+          status: res.status,
+          channelHeader: res.headers.get('specific_channel_version'),
+          body: (await res.json()) as { error?: { code: string; message: string; type: string } },
+        };
       };
       const refused = await call(relay.url, '/v1/chat/completions', 'sk-abc-7');
       expect(refused.status).toBe(403);
@@ -644,7 +640,7 @@ describe('new-api rules the stand-in keeps (demo/new-api.ts)', () => {
     }
   });
 
-  it("answers GET /v1/models in the format new-api picks by headers", async () => {
+  it('answers GET /v1/models in the format new-api picks by headers', async () => {
     const list = async (headers: Record<string, string>, query = ''): Promise<Record<string, unknown>> =>
       (await (await fetch(`${relay.url}/v1/models${query}`, { headers })).json()) as Record<string, unknown>;
     expect(Object.keys(await list({ authorization: 'Bearer k' }))).toEqual(['data', 'object', 'success']);
@@ -697,7 +693,6 @@ describe('new-api rules the stand-in keeps (demo/new-api.ts)', () => {
     expect(await cors('/v1/models', relay.url)).toBeNull();
   });
 });
-
 
 describe('the stand-in checking tokens as new-api does (option tokens)', () => {
   it("answers new-api's 401 to a token it does not know, on the routes TokenAuth guards; the token looked up loses sk- and any -<channel>", async () => {

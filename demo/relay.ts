@@ -120,13 +120,7 @@ export interface RelayStandinOptions {
 export const STANDIN_TEXT = 'Hello from the relay stand-in.';
 
 /** Models listed by `GET /v1/models` (and `GET /v1beta/models`). */
-export const STANDIN_MODELS: readonly string[] = [
-  'gpt-4o-mini',
-  'claude-haiku-4-5',
-  'gemini-2.5-flash',
-  'vend-flash',
-  'vend-flash-free',
-];
+export const STANDIN_MODELS: readonly string[] = ['gpt-4o-mini', 'claude-haiku-4-5', 'gemini-2.5-flash', 'vend-flash', 'vend-flash-free'];
 
 const DEFAULT_SSE_EVENTS = 3;
 /** The header new-api sets on its 403 to a channel a user's token asked for (middleware/auth.go). */
@@ -216,8 +210,7 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
       const method = req.method ?? 'GET';
       const body = chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks);
       const decoded = decompressed(method, req.headers['content-encoding'], body);
-      const dist: Promise<Distributed> =
-        decoded === null ? Promise.resolve({ kind: 'error', status: 400, message: '' }) : distribute(method, path, query, req.headers, decoded);
+      const dist: Promise<Distributed> = decoded === null ? Promise.resolve({ kind: 'error', status: 400, message: '' }) : distribute(method, path, query, req.headers, decoded);
       void dist.then((d) => record(req, res, { method, url, path, query, body, decoded: decoded ?? body, dist: d }));
     });
   });
@@ -703,8 +696,7 @@ function chatCompletion(body: Record<string, unknown>, promptTokens: number, n: 
     };
   }
   const so = body['stream_options'];
-  const includeUsage =
-    typeof so === 'object' && so !== null && (so as Record<string, unknown>)['include_usage'] === true;
+  const includeUsage = typeof so === 'object' && so !== null && (so as Record<string, unknown>)['include_usage'] === true;
   const chunk = (delta: Record<string, unknown>, finish: string | null): string =>
     sse({
       id,
@@ -778,8 +770,7 @@ function responsesAnswer(body: Record<string, unknown>, promptTokens: number, n:
   if (body['stream'] !== true) return { kind: 'json', status: 200, body: done };
 
   let seq = 0;
-  const ev = (type: string, fields: Record<string, unknown>): string =>
-    sse({ type, sequence_number: seq++, ...fields }, type);
+  const ev = (type: string, fields: Record<string, unknown>): string => sse({ type, sequence_number: seq++, ...fields }, type);
   const where = { item_id: msgId, output_index: 0, content_index: 0 };
   const frames = [
     ev('response.created', { response: response('in_progress', [], null) }),
@@ -822,11 +813,7 @@ function anthropicMessage(body: Record<string, unknown>, promptTokens: number, n
     return { kind: 'json', status: 200, body: message([{ type: 'text', text: STANDIN_TEXT }], 'end_turn', COMPLETION_TOKENS) };
   }
   const ev = (type: string, fields: Record<string, unknown>): string => sse({ type, ...fields }, type);
-  const frames = [
-    ev('message_start', { message: message([], null, 1) }),
-    ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
-    ev('ping', {}),
-  ];
+  const frames = [ev('message_start', { message: message([], null, 1) }), ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }), ev('ping', {})];
   for (const d of standinDeltas(n)) {
     frames.push(ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: d } }));
   }

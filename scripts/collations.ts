@@ -51,9 +51,7 @@ export async function asciiEquivalents(c: Connection, collation: string): Promis
     if (w !== '') units.set(w, ch.toLowerCase());
   }
   const longest = Math.max(...[...units.keys()].map((w) => w.length));
-  const [rows] = await c.query(
-    `SELECT cp, ${weight('CONVERT(CHAR(cp USING utf32) USING utf8mb4)')} AS w FROM (${BMP}) n WHERE cp < 55296 OR cp > 57343`,
-  );
+  const [rows] = await c.query(`SELECT cp, ${weight('CONVERT(CHAR(cp USING utf32) USING utf8mb4)')} AS w FROM (${BMP}) n WHERE cp < 55296 OR cp > 57343`);
   const out = new Map<number, string>();
   for (const { cp, w } of rows as Array<{ cp: number; w: string }>) {
     let text = '';

@@ -36,7 +36,13 @@ function entries(m: Map<number, string>): string {
 
 async function main(): Promise<void> {
   const u = new URL(process.env.TEST_MYSQL_URL || 'mysql://root@127.0.0.1:3306/');
-  const c = await mysql.createConnection({ host: u.hostname, port: Number(u.port || 3306), user: decodeURIComponent(u.username), password: decodeURIComponent(u.password), charset: 'utf8mb4' });
+  const c = await mysql.createConnection({
+    host: u.hostname,
+    port: Number(u.port || 3306),
+    user: decodeURIComponent(u.username),
+    password: decodeURIComponent(u.password),
+    charset: 'utf8mb4',
+  });
   const [v] = await c.query('SELECT VERSION() AS v');
   const version = (v as Array<{ v: string }>)[0]!.v;
   const general = new Map<number, string>();

@@ -105,8 +105,10 @@ export function createSluice(opts: SluiceOptions): Sluice {
   const gc = exposedGc();
   const idleGc = opts.idleGc ?? (gc && { collect: gc });
   const stopIdleCollection = idleGc
-    ? startIdleCollection({ served: () => metrics.served, inflight: () => metrics.inflight, ...idleGc }, () => clock.now(), () =>
-        log.debug({ heapUsedMB: Math.round(process.memoryUsage().heapUsed / 1048576) }, 'idle after traffic: garbage collected'),
+    ? startIdleCollection(
+        { served: () => metrics.served, inflight: () => metrics.inflight, ...idleGc },
+        () => clock.now(),
+        () => log.debug({ heapUsedMB: Math.round(process.memoryUsage().heapUsed / 1048576) }, 'idle after traffic: garbage collected'),
       )
     : undefined;
 

@@ -107,7 +107,7 @@ function fail(msg: string, code: number): never {
 
 function helpFor(path: string): string {
   const text = HELP[path];
-  return text === '' || text === undefined ? HELP[path.split(' ')[0]!] ?? HELP['']! : text;
+  return text === '' || text === undefined ? (HELP[path.split(' ')[0]!] ?? HELP['']!) : text;
 }
 
 /** Every option of every command; each command says which it takes. */
@@ -167,7 +167,8 @@ async function stdinText(): Promise<string> {
 
 async function keys(args: string[]): Promise<void> {
   const sub = args[0];
-  if (sub !== 'create' && sub !== 'list' && sub !== 'delete' && sub !== 'lookup') throw new UsageError(sub === undefined ? HELP.keys! : `unknown keys command "${sub}"\n\n${HELP.keys}`);
+  if (sub !== 'create' && sub !== 'list' && sub !== 'delete' && sub !== 'lookup')
+    throw new UsageError(sub === undefined ? HELP.keys! : `unknown keys command "${sub}"\n\n${HELP.keys}`);
   const usage = (msg: string): UsageError => new UsageError(`${msg}\n\n${helpFor(`keys ${sub}`)}`);
   const keyOnCommandLine = sub === 'lookup' && args.some((a) => a === '--key' || a.startsWith('--key='));
   if (keyOnCommandLine) throw usage('keys lookup reads the key from standard input, not from the command line (where ps would show it)');
@@ -229,7 +230,12 @@ function configCheck(args: string[]): void {
 
 /** The command and subcommand named before a `--help`/`-h`, as a HELP key. */
 function helpPath(argv: string[]): string {
-  const words = argv.slice(0, argv.findIndex((a) => a === '--help' || a === '-h')).filter((a) => !a.startsWith('-'));
+  const words = argv
+    .slice(
+      0,
+      argv.findIndex((a) => a === '--help' || a === '-h'),
+    )
+    .filter((a) => !a.startsWith('-'));
   for (let n = Math.min(2, words.length); n > 0; n--) {
     const path = words.slice(0, n).join(' ');
     if (path in HELP) return path;

@@ -408,8 +408,10 @@ export function createGateway(d: GatewayDeps): Gateway {
         if (r.outcome === 'intercepted') return done(t);
         t.status = r.status ?? undefined;
         t.decision = r.outcome;
-        if (r.outcome === 'out_of_sockets') log.error({ reqId: t.id, err: r.error?.message }, 'sluice is out of sockets: no descriptor left to open a relay connection (see server.maxConnections)');
-        else if (r.outcome === 'upstream_timeout') log.warn({ reqId: t.id, seconds: d.policy().config.upstream.headersTimeoutSeconds }, 'relay did not answer in time; its request was aborted');
+        if (r.outcome === 'out_of_sockets')
+          log.error({ reqId: t.id, err: r.error?.message }, 'sluice is out of sockets: no descriptor left to open a relay connection (see server.maxConnections)');
+        else if (r.outcome === 'upstream_timeout')
+          log.warn({ reqId: t.id, seconds: d.policy().config.upstream.headersTimeoutSeconds }, 'relay did not answer in time; its request was aborted');
         else if (r.error && r.outcome !== 'client_aborted') log.warn({ reqId: t.id, err: r.error.message }, 'relay request failed');
         done(t);
       },

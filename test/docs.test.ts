@@ -11,7 +11,12 @@ import { OUTCOMES } from '../src/answers/outcome.js';
 import { Refusals, SocketRefusals } from '../src/answers/refusals.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** The page's prose: fenced code blocks blanked (their lines kept, so line numbers hold). */
 function prose(text: string): string[] {
@@ -93,7 +98,8 @@ function problem(link: Link): string | null {
 
 describe('README and docs/: links', () => {
   it('finds links, heading anchors and the ways out of the repository', () => {
-    const text = '# Two words: a `code` (x)\n## Two words: a code x\n```\n# not a heading [a](b.md)\n```\n[see](docs/x.md#y) <https://a.example> and https://b.example, `https://c.example`\n';
+    const text =
+      '# Two words: a `code` (x)\n## Two words: a code x\n```\n# not a heading [a](b.md)\n```\n[see](docs/x.md#y) <https://a.example> and https://b.example, `https://c.example`\n';
     expect([...anchors(text)]).toEqual(['two-words-a-code-x', 'two-words-a-code-x-1']);
     expect(links('README.md', text).map((l) => l.target)).toEqual(['docs/x.md#y', 'https://a.example', 'https://b.example']);
     expect(problem({ page: 'docs/a.md', line: 1, target: '../../outside.md' })).toBe('leaves the repository');
@@ -113,9 +119,7 @@ describe('README and docs/: links', () => {
   });
 
   it('the README indexes every page of docs/', () => {
-    const linked = new Set(
-      links('README.md', readFileSync(join(ROOT, 'README.md'), 'utf8')).map((l) => relative(ROOT, resolve(ROOT, l.target.split('#')[0]!))),
-    );
+    const linked = new Set(links('README.md', readFileSync(join(ROOT, 'README.md'), 'utf8')).map((l) => relative(ROOT, resolve(ROOT, l.target.split('#')[0]!))));
     const missing = PAGES.filter((p) => p.startsWith('docs/') && !linked.has(p));
     expect(missing).toEqual([]);
   });
@@ -130,7 +134,12 @@ function tableRows(page: string, heading: string): string[][] {
   for (const line of lines.slice(start + 1)) {
     if (line.startsWith('#')) break;
     if (!line.startsWith('|')) continue;
-    rows.push(line.split('|').slice(1, -1).map((c) => c.trim()));
+    rows.push(
+      line
+        .split('|')
+        .slice(1, -1)
+        .map((c) => c.trim()),
+    );
   }
   return rows.slice(2);
 }

@@ -48,7 +48,11 @@ export function compile(): string {
     copyLua(join(BUILD_DIR, 'src'));
     copyPackageJson(BUILD_DIR, readFileSync(join(ROOT_DIR, 'package.json'), 'utf8'));
     const out = String((err as { stdout?: string }).stdout ?? '');
-    return out.split('\n').filter((l) => l.includes('error TS')).slice(0, 5).join('\n');
+    return out
+      .split('\n')
+      .filter((l) => l.includes('error TS'))
+      .slice(0, 5)
+      .join('\n');
   }
 }
 

@@ -143,7 +143,21 @@ export function roundsTable(variants: readonly Variant[], samples: Map<string, S
     ];
   });
   return table(
-    ['variant', 'req/s', 'of bare (rounds)', 'p99 ms', 'CPU µs/req', 'wake-ups/req', 'relay µs/req', 'relay wake-ups/req', 'Redis µs/req', 'decisions/script run', 'log B/req', 'failed', 'other load %'],
+    [
+      'variant',
+      'req/s',
+      'of bare (rounds)',
+      'p99 ms',
+      'CPU µs/req',
+      'wake-ups/req',
+      'relay µs/req',
+      'relay wake-ups/req',
+      'Redis µs/req',
+      'decisions/script run',
+      'log B/req',
+      'failed',
+      'other load %',
+    ],
     rows,
   );
 }

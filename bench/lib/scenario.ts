@@ -83,7 +83,16 @@ export function info(target: string, measured: string): Check {
 /** A markdown table; the first column left-aligned, the others right-aligned. */
 export function table(head: readonly string[], rows: readonly (readonly string[])[]): string {
   const line = (cells: readonly string[]): string => `| ${cells.join(' | ')} |`;
-  return [line(head), `|:---|${head.slice(1).map(() => '---:').join('|')}|`, ...rows.map(line)].join('\n') + '\n';
+  return (
+    [
+      line(head),
+      `|:---|${head
+        .slice(1)
+        .map(() => '---:')
+        .join('|')}|`,
+      ...rows.map(line),
+    ].join('\n') + '\n'
+  );
 }
 
 /** A flag as a number, or `fallback` when not given. */

@@ -57,11 +57,24 @@ export const ab: Scenario = {
       if (path !== 'free') variants.push(v('before', sb, PAID_BODY), v('after', sa, PAID_BODY));
       if (path !== 'paid') variants.push(v('before-free', sb, FREE_BODY), v('after-free', sa, FREE_BODY));
       for (const x of variants) await expectStatus(x.server, x.body);
-      const samples = await pairedRounds({ variants, rounds, seconds, warmSeconds: ctx.quick ? 1 : 2, connections: 32, redis: s.redis, pids: () => s.pids(), pauseSeconds, log: ctx.log });
+      const samples = await pairedRounds({
+        variants,
+        rounds,
+        seconds,
+        warmSeconds: ctx.quick ? 1 : 2,
+        connections: 32,
+        redis: s.redis,
+        pids: () => s.pids(),
+        pauseSeconds,
+        log: ctx.log,
+      });
 
       const checks: Check[] = [];
       const lines: string[] = [];
-      for (const [b, a, what] of [['before', 'after', 'paid'], ['before-free', 'after-free', 'free']] as const) {
+      for (const [b, a, what] of [
+        ['before', 'after', 'paid'],
+        ['before-free', 'after-free', 'free'],
+      ] as const) {
         if (!samples.has(a)) continue;
         const r = ratios(samples.get(a)!, samples.get(b)!);
         const dCpu = median(samples.get(a)!.map((x, i) => x.cpuUs - samples.get(b)![i]!.cpuUs));
@@ -71,10 +84,25 @@ export const ab: Scenario = {
         const verdict =
           rounds < 5 ? 'too few rounds to tell' : lo > 1 || hi < 1 ? `${median(r) > 1 ? 'faster' : 'slower'} in every round` : 'within noise (rounds on both sides of 1)';
         checks.push(info(`${what} path: after / before req/s, paired`, `${withRange(r)}: ${verdict}; CPU ${dCpu >= 0 ? '+' : ''}${f(dCpu, 1)} µs/req`));
-        lines.push(`- ${what} path, of bare: before ${withRange(ratios(samples.get(b)!, samples.get('bare')!))}, after ${withRange(ratios(samples.get(a)!, samples.get('bare')!))}`);
+        lines.push(
+          `- ${what} path, of bare: before ${withRange(ratios(samples.get(b)!, samples.get('bare')!))}, after ${withRange(ratios(samples.get(a)!, samples.get('bare')!))}`,
+        );
       }
-      checks.push(check('every answer a 200', `${variants.reduce((n, x) => n + samples.get(x.id)!.reduce((m, y) => m + y.failed, 0), 0)} failed`, variants.every((x) => samples.get(x.id)!.every((y) => y.failed === 0))));
-      const extras = [Object.keys(afterEnv).length ? `environment ${Object.entries(afterEnv).map(([k, x]) => `${k}=${x}`).join(' ')}` : '', afterFlags.length ? `Node flags ${afterFlags.join(' ')}` : ''].filter(Boolean);
+      checks.push(
+        check(
+          'every answer a 200',
+          `${variants.reduce((n, x) => n + samples.get(x.id)!.reduce((m, y) => m + y.failed, 0), 0)} failed`,
+          variants.every((x) => samples.get(x.id)!.every((y) => y.failed === 0)),
+        ),
+      );
+      const extras = [
+        Object.keys(afterEnv).length
+          ? `environment ${Object.entries(afterEnv)
+              .map(([k, x]) => `${k}=${x}`)
+              .join(' ')}`
+          : '',
+        afterFlags.length ? `Node flags ${afterFlags.join(' ')}` : '',
+      ].filter(Boolean);
       const report =
         `before: ${before.source}; after: ${after.source}${extras.length ? ` with ${extras.join(', ')}` : ''}; ${RELAY_NAMES[profile]}.\n\n` +
         roundsTable(variants, samples) +

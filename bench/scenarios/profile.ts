@@ -97,7 +97,11 @@ export const profile: Scenario = {
           `(sampling every 250 µs; start-up and warm-up included): ${f(busy / requests, 1)} µs of main-thread time per request.\n\n` +
           `Top self-time frames:\n\n\`\`\`\n${frames.slice(0, 30).map(line).join('\n')}\n\`\`\`\n\nSelf time per module:\n\n\`\`\`\n${modules.slice(0, 25).map(line).join('\n')}\n\`\`\`\n\n` +
           `Raw profile: ${relative(ROOT_DIR, raw)}\n`;
-        return { report, checks: [info(`main-thread time per request under the profiler, ${variant}`, `${f(busy / requests, 1)} µs`)], data: { rps: load.rps, requests, frames: frames.slice(0, 100), modules } };
+        return {
+          report,
+          checks: [info(`main-thread time per request under the profiler, ${variant}`, `${f(busy / requests, 1)} µs`)],
+          data: { rps: load.rps, requests, frames: frames.slice(0, 100), modules },
+        };
       });
     } finally {
       rmSync(dir, { recursive: true, force: true });

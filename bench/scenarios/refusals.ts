@@ -32,7 +32,10 @@ export const refusals: Scenario = {
     return withSession(async (s) => {
       const variants: Array<{ id: string; server: Server }> = [
         { id: 'refusals remembered (rememberRefusalsSeconds: 10, the default)', server: await s.sluice('standin', { name: 'sluice-remembers', keys: 32 }) },
-        { id: 'every refusal asks Redis (rememberRefusalsSeconds: 0)', server: await s.sluice('standin', { name: 'sluice-asks', keys: 32, config: { limits: { rememberRefusalsSeconds: 0 } } }) },
+        {
+          id: 'every refusal asks Redis (rememberRefusalsSeconds: 0)',
+          server: await s.sluice('standin', { name: 'sluice-asks', keys: 32, config: { limits: { rememberRefusalsSeconds: 0 } } }),
+        },
       ];
       const load = (v: (typeof variants)[number], secs: number) => wrk({ url: chatUrl(v.server), connections: 32, seconds: secs, body: FREE_BODY, keys: keysOf(v.server) });
       for (const v of variants) await load(v, ctx.quick ? 1 : 2);
@@ -53,11 +56,19 @@ export const refusals: Scenario = {
         const xs = res.get(v.id)!;
         const requests = xs.reduce((a, x) => a + x.requests, 0);
         const scripts = xs.reduce((a, x) => a + x.scripts, 0);
-        return [v.id, int(median(xs.map((x) => x.rps))), `${xs.reduce((a, x) => a + x.refused, 0)} of ${requests}`, f(median(xs.map((x) => x.cpuUs)), 0), `${scripts} (${f(scripts / Math.max(1, requests), 3)}/req)`];
+        return [
+          v.id,
+          int(median(xs.map((x) => x.rps))),
+          `${xs.reduce((a, x) => a + x.refused, 0)} of ${requests}`,
+          f(median(xs.map((x) => x.cpuUs)), 0),
+          `${scripts} (${f(scripts / Math.max(1, requests), 3)}/req)`,
+        ];
       });
       const m = (i: number): string => `${rows[i]![1]} req/s at ${rows[i]![3]} µs`;
       return {
-        report: table(['sluice', 'req/s', 'refused', 'CPU µs/req', 'limit script runs'], rows) + `\nwrk, 32 connections, 32 users; ${rounds} alternating rounds × ${seconds} s; medians.\n`,
+        report:
+          table(['sluice', 'req/s', 'refused', 'CPU µs/req', 'limit script runs'], rows) +
+          `\nwrk, 32 connections, 32 users; ${rounds} alternating rounds × ${seconds} s; medians.\n`,
         checks: [info('refused calls: from memory, against asking Redis each time', `${m(0)}; ${m(1)}`)],
         data: Object.fromEntries(res),
       };

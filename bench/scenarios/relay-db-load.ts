@@ -83,7 +83,17 @@ export const relayDbLoad: Scenario = {
           },
           close: () => real.close(),
         };
-        const source = new RelayKeySource({ dsn, schema: null, poolSize: 2, queryTimeoutMs: 2000, maxAgeMs: recheck * 1000, staleMs: 900_000, clock: systemClock, log: pino({ level: 'silent' }), driver });
+        const source = new RelayKeySource({
+          dsn,
+          schema: null,
+          poolSize: 2,
+          queryTimeoutMs: 2000,
+          maxAgeMs: recheck * 1000,
+          staleMs: 900_000,
+          clock: systemClock,
+          log: pino({ level: 'silent' }),
+          driver,
+        });
         const auth = new Authenticator([source], systemClock);
         const inUse = keys.slice(0, n).map((k) => [`sk-${k}`]);
         const start = performance.now();

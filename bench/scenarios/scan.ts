@@ -24,14 +24,40 @@ export const scan: Scenario = {
     const worst = (shape: string): number => Math.max(...rows.filter((r) => r.shape === shape).map((r) => Math.max(r.arrivalAfterLastMs, r.arrivalChunkMaxMs)));
     const report =
       table(
-        ['body', 'model at', 'MB', 'on arrival: after last byte ms', 'on arrival: longest block ms', 'gzipped: total ms', 'gzipped: longest block ms', 'whole body at once ms', 'JSON.parse ms'],
-        rows.map((r) => [r.shape, r.position, f(r.mb, 1), f(r.arrivalAfterLastMs), f(r.arrivalChunkMaxMs), f(r.gzipTotalMs, 1), f(r.gzipLongestBlockMs), f(r.medianMs), f(r.jsonParseMs, 1)]),
+        [
+          'body',
+          'model at',
+          'MB',
+          'on arrival: after last byte ms',
+          'on arrival: longest block ms',
+          'gzipped: total ms',
+          'gzipped: longest block ms',
+          'whole body at once ms',
+          'JSON.parse ms',
+        ],
+        rows.map((r) => [
+          r.shape,
+          r.position,
+          f(r.mb, 1),
+          f(r.arrivalAfterLastMs),
+          f(r.arrivalChunkMaxMs),
+          f(r.gzipTotalMs, 1),
+          f(r.gzipLongestBlockMs),
+          f(r.medianMs),
+          f(r.jsonParseMs, 1),
+        ]),
       ) +
       `\nMedians of ${runs} runs. "On arrival": each 64 KB chunk to the body accumulator and the prepass as it comes, then the final scan; ` +
       '"gzipped": decoded in zlib\'s thread pool, then fed to the prepass a slice per event-loop turn; "whole body at once" is what sluice no longer does from 256 KB.\n';
     return {
       report,
-      checks: [check('`model` from a 20 MB body ≤ 2 ms wherever the field stands (uncompressed, read on arrival)', shapes.map((s) => `${s} ${f(worst(s))} ms`).join(', '), shapes.every((s) => worst(s) <= 2))],
+      checks: [
+        check(
+          '`model` from a 20 MB body ≤ 2 ms wherever the field stands (uncompressed, read on arrival)',
+          shapes.map((s) => `${s} ${f(worst(s))} ms`).join(', '),
+          shapes.every((s) => worst(s) <= 2),
+        ),
+      ],
       data: rows,
     };
   },

@@ -36,7 +36,10 @@ export const sse: Scenario = {
       for (let i = 0; i < n; i++) for (const x of targets) t.get(x.path)!.push(await timeStream({ port: x.port, mode: 'ttfe', key: x.key }));
       const med = (p: string, k: 'firstEventMs' | 'backMs' | 'totalMs'): number => median(t.get(p)!.map((x) => x[k]));
       const p90 = (p: string, k: 'firstEventMs' | 'backMs'): number => {
-        const xs = t.get(p)!.map((x) => x[k]).sort((a, b) => a - b);
+        const xs = t
+          .get(p)!
+          .map((x) => x[k])
+          .sort((a, b) => a - b);
         return xs[Math.min(xs.length - 1, Math.ceil(0.9 * xs.length) - 1)]!;
       };
       const failed = (p: string): number => t.get(p)!.filter((x) => x.status !== 200 || !Number.isFinite(x.firstEventMs) || !Number.isFinite(x.backMs)).length;

@@ -46,7 +46,13 @@ export const throughput: Scenario = {
         const logged = await s.sluice(p, { name: `sluice-${p}`, config: FREE_TIER_OUT_OF_REACH });
         const quiet = await s.sluice(p, { name: `sluice-${p}-log-off`, config: FREE_TIER_OUT_OF_REACH, env: { SLUICE_ACCESS_LOG: 'off' } });
         const v = (k: Kind, server: typeof bare, body: string): Variant => ({ id: id(p, k), server, relay, body, baseline: id(p, 'bare') });
-        variants.push(v('bare', bare, PAID_BODY), v('paid', logged, PAID_BODY), v('free', logged, FREE_BODY), v('paid-log-off', quiet, PAID_BODY), v('free-log-off', quiet, FREE_BODY));
+        variants.push(
+          v('bare', bare, PAID_BODY),
+          v('paid', logged, PAID_BODY),
+          v('free', logged, FREE_BODY),
+          v('paid-log-off', quiet, PAID_BODY),
+          v('free-log-off', quiet, FREE_BODY),
+        );
       }
       for (const v of variants) await expectStatus(v.server, v.body);
       const samples = await pairedRounds({ variants, rounds, seconds, warmSeconds: ctx.quick ? 1 : 2, connections, redis: s.redis, pids: () => s.pids(), log: ctx.log });
@@ -88,14 +94,15 @@ function targets(of: (p: RelayProfile, k: Kind) => Sample[], keyCount: number): 
     const pct = cost.map((x) => x * 100);
     checks.push(check(`the access line costs ≤ 3 % of paid throughput (against accessLog: off), ${RELAY_NAMES[p]}`, `${withRange(pct, 1)} %`, median(cost) <= 0.03));
   }
-  // A cached key in use is renewed once per 45 s in the background: at most one command per key a round.
+  // A cached key in use is renewed once per 45 s in the background: at most one command per key a
+  // round. The store's health PING (each second, per process, off the request path) is not counted.
   const paidRounds = RELAY_PROFILES.flatMap((p) => [...of(p, 'paid'), ...of(p, 'paid-log-off')]);
   const scripts = paidRounds.reduce((a, x) => a + RedisCounter.scriptCalls(x.redis), 0);
-  const mostCommands = Math.max(...paidRounds.map((x) => RedisCounter.clientCommands(x.redis)));
+  const mostCommands = Math.max(...paidRounds.map((x) => RedisCounter.clientCommands(x.redis) - (x.redis.ping ?? 0)));
   checks.push(
     check(
       'no Redis round trip on the paid path',
-      `${scripts} limit script runs; at most ${mostCommands} commands in a round of ${int(median(paidRounds.map((x) => x.requests)))} requests (key renewals)`,
+      `${scripts} limit script runs; at most ${mostCommands} commands in a round of ${int(median(paidRounds.map((x) => x.requests)))} requests (key renewals; health PINGs aside)`,
       scripts === 0 && mostCommands <= keyCount,
     ),
   );

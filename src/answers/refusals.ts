@@ -77,7 +77,8 @@ export const Refusals = Object.freeze({
     status: 402,
     body: {
       code: 'free_tier_daily_exhausted',
-      message: 'Free-tier daily limit of {limit} requests reached across all free models; it resets at 00:00 {timeZone}. Switch to the paid counterpart of the model for stable use.',
+      message:
+        'Free-tier daily limit of {limit} requests reached across all free models; it resets at 00:00 {timeZone}. Switch to the paid counterpart of the model for stable use.',
     },
     headers: freeTierFields,
   }),
@@ -129,15 +130,18 @@ export const Refusals = Object.freeze({
   /** The relay could not be reached, failed before answering, or switched protocols unasked. */
   UPSTREAM_UNREACHABLE: refusal({ outcome: 'upstream_error', status: 502, body: UPSTREAM_UNREACHABLE_BODY }),
   /** The relay's response headers did not come within upstream.headersTimeoutSeconds. */
-  UPSTREAM_TIMEOUT: refusal({ outcome: 'upstream_timeout', status: 504, body: { code: 'upstream_timeout', message: 'The upstream relay did not begin its answer within {seconds} seconds.' } }),
+  UPSTREAM_TIMEOUT: refusal({
+    outcome: 'upstream_timeout',
+    status: 504,
+    body: { code: 'upstream_timeout', message: 'The upstream relay did not begin its answer within {seconds} seconds.' },
+  }),
   /** No descriptor left to open a relay connection with. */
   OUT_OF_SOCKETS: refusal({
     outcome: 'out_of_sockets',
     status: 503,
     body: {
       code: 'out_of_sockets',
-      message:
-        'sluice is out of sockets (its file descriptor limit is reached) and could not open a connection to the relay; the relay itself may be fine. Retry shortly.',
+      message: 'sluice is out of sockets (its file descriptor limit is reached) and could not open a connection to the relay; the relay itself may be fine. Retry shortly.',
     },
     headers: () => RETRY_SOON,
   }),

@@ -16,8 +16,7 @@ function manualSource(known: Map<string, KeyIdentity>) {
   let down = false;
   const source: KeySource = {
     name: 'manual',
-    find: (_key, hash) =>
-      new Promise((resolve, reject) => waiting.push(() => (down ? reject(new Error('down')) : resolve(known.get(hash) ?? 'unknown')))),
+    find: (_key, hash) => new Promise((resolve, reject) => waiting.push(() => (down ? reject(new Error('down')) : resolve(known.get(hash) ?? 'unknown')))),
     onChange: (l) => (listener = l),
   };
   return {
@@ -402,7 +401,7 @@ describe('Authenticator', () => {
       return { clock, s, a };
     };
 
-    it('counts an answer\'s age from when the source was asked, not from when it answered', async () => {
+    it("counts an answer's age from when the source was asked, not from when it answered", async () => {
       const clock = new ManualClock();
       const s = slow();
       const a = new Authenticator([s.source], clock);

@@ -424,7 +424,11 @@ function plausible(key: string): boolean {
  * The verdict over every presented key, given the identities found so far in order and, when a
  * key was not valid, why (`stop`: the first key that failed, in the order keys are presented).
  */
-function judge(presented: readonly string[], identities: readonly KeyIdentity[], stop?: KeyRefusal | typeof EMPTY_KEY): Extract<AuthResult, { ok: true } | { reason: UnauthorizedReason }> {
+function judge(
+  presented: readonly string[],
+  identities: readonly KeyIdentity[],
+  stop?: KeyRefusal | typeof EMPTY_KEY,
+): Extract<AuthResult, { ok: true } | { reason: UnauthorizedReason }> {
   if (presented.length === 0) return { ok: false, reason: 'no_key' };
   if (stop !== undefined) {
     return 'id' in stop && stop.id !== undefined ? { ok: false, reason: stop.reason, keyId: stop.id, user: stop.user } : { ok: false, reason: stop.reason };

@@ -83,4 +83,3 @@ export function validImportedKey(raw: string): string | null {
   if (!/^[\x21-\x7e]+$/.test(body)) return 'an imported key may hold only visible ASCII characters';
   return null;
 }
-

@@ -49,11 +49,7 @@ function kindOf(st: Stats): string {
 const identityOf = (st: Stats): string => `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
 
 function tooLarge(path: string, size: number | string, identity: string): ConfigFileError {
-  return new ConfigFileError(
-    `config file ${path} is ${size} bytes, over the ${MAX_CONFIG_FILE_BYTES} bytes (1 MiB) a config file may hold`,
-    false,
-    `large:${identity}`,
-  );
+  return new ConfigFileError(`config file ${path} is ${size} bytes, over the ${MAX_CONFIG_FILE_BYTES} bytes (1 MiB) a config file may hold`, false, `large:${identity}`);
 }
 
 /** Refuses what the descriptor is, if it is not a regular file within the bound. */

@@ -43,28 +43,54 @@ describe('config', () => {
   it('reads the environment variables it always read, and no others', () => {
     expect(Object.keys(ENV_VARS).sort()).toEqual(
       [
-        'SLUICE_CONFIG', 'SLUICE_UPSTREAM_URL', 'SLUICE_UPSTREAM_CREDENTIAL', 'SLUICE_REDIS_URL', 'SLUICE_REDIS_SENTINELS', 'SLUICE_REDIS_SENTINEL_NAME',
-        'SLUICE_REDIS_CLUSTER_NODES', 'SLUICE_RELAY_DB', 'SLUICE_RELAY_DB_SCHEMA', 'SLUICE_DRAIN_SECONDS', 'SLUICE_DRAIN_DIR', 'SLUICE_HOST', 'SLUICE_PORT', 'SLUICE_ADMIN_HOST',
-        'SLUICE_ADMIN_PORT', 'SLUICE_ADMIN_TOKEN', 'SLUICE_LOG_LEVEL', 'SLUICE_ACCESS_LOG', 'SLUICE_MAX_CONNECTIONS',
+        'SLUICE_CONFIG',
+        'SLUICE_UPSTREAM_URL',
+        'SLUICE_UPSTREAM_CREDENTIAL',
+        'SLUICE_REDIS_URL',
+        'SLUICE_REDIS_SENTINELS',
+        'SLUICE_REDIS_SENTINEL_NAME',
+        'SLUICE_REDIS_CLUSTER_NODES',
+        'SLUICE_RELAY_DB',
+        'SLUICE_RELAY_DB_SCHEMA',
+        'SLUICE_DRAIN_SECONDS',
+        'SLUICE_DRAIN_DIR',
+        'SLUICE_HOST',
+        'SLUICE_PORT',
+        'SLUICE_ADMIN_HOST',
+        'SLUICE_ADMIN_PORT',
+        'SLUICE_ADMIN_TOKEN',
+        'SLUICE_LOG_LEVEL',
+        'SLUICE_ACCESS_LOG',
+        'SLUICE_MAX_CONNECTIONS',
       ].sort(),
     );
-    const c = buildConfig({}, {
-      ...ENV,
-      SLUICE_UPSTREAM_CREDENTIAL: 'cred',
-      SLUICE_REDIS_URL: 'redis://h:1',
-      SLUICE_REDIS_SENTINELS: 'a:1, b:2',
-      SLUICE_REDIS_SENTINEL_NAME: 'm',
-      SLUICE_RELAY_DB: 'sqlite:/tmp/relay.db',
-      SLUICE_RELAY_DB_SCHEMA: 'one-api',
-      SLUICE_DRAIN_SECONDS: '5',
-      SLUICE_DRAIN_DIR: '/sluice-drain',
-      SLUICE_HOST: '127.0.0.1',
-      SLUICE_ADMIN_HOST: '127.0.0.2',
-      SLUICE_ADMIN_PORT: '9999',
-      SLUICE_ADMIN_TOKEN: 't'.repeat(16),
-      SLUICE_LOG_LEVEL: 'warn',
-    });
-    expect([c.upstream.credential, c.redis.url, c.redis.sentinels, c.redis.sentinelName, c.relayDb.dsn?.dialect, c.relayDb.schema]).toEqual(['cred', 'redis://h:1', ['a:1', 'b:2'], 'm', 'sqlite', 'one-api']);
+    const c = buildConfig(
+      {},
+      {
+        ...ENV,
+        SLUICE_UPSTREAM_CREDENTIAL: 'cred',
+        SLUICE_REDIS_URL: 'redis://h:1',
+        SLUICE_REDIS_SENTINELS: 'a:1, b:2',
+        SLUICE_REDIS_SENTINEL_NAME: 'm',
+        SLUICE_RELAY_DB: 'sqlite:/tmp/relay.db',
+        SLUICE_RELAY_DB_SCHEMA: 'one-api',
+        SLUICE_DRAIN_SECONDS: '5',
+        SLUICE_DRAIN_DIR: '/sluice-drain',
+        SLUICE_HOST: '127.0.0.1',
+        SLUICE_ADMIN_HOST: '127.0.0.2',
+        SLUICE_ADMIN_PORT: '9999',
+        SLUICE_ADMIN_TOKEN: 't'.repeat(16),
+        SLUICE_LOG_LEVEL: 'warn',
+      },
+    );
+    expect([c.upstream.credential, c.redis.url, c.redis.sentinels, c.redis.sentinelName, c.relayDb.dsn?.dialect, c.relayDb.schema]).toEqual([
+      'cred',
+      'redis://h:1',
+      ['a:1', 'b:2'],
+      'm',
+      'sqlite',
+      'one-api',
+    ]);
     expect([c.drainSeconds, c.drainDir]).toEqual([5, '/sluice-drain']);
     expect([c.drainSeconds, c.host, c.adminHost, c.adminPort, c.adminToken, c.logLevel]).toEqual([5, '127.0.0.1', '127.0.0.2', 9999, 't'.repeat(16), 'warn']);
     expect(buildConfig({}, { ...ENV, SLUICE_REDIS_URL: 'redis://h:1', SLUICE_REDIS_CLUSTER_NODES: 'a:1' }).redis.clusterNodes).toEqual(['a:1']);
@@ -75,23 +101,41 @@ describe('config', () => {
     expect(DEFAULTS.upstream).toEqual({ credential: null, headersTimeoutSeconds: 600 });
     expect(DEFAULTS.relayDb).toEqual({ url: null, schema: 'auto', poolSize: 2, queryTimeoutMs: 2000, recheckSeconds: 10, staleSeconds: 900 });
     expect(DEFAULTS.redis).toEqual({ url: null, keyPrefix: 'sluice:', commandTimeoutMs: 100, sentinels: null, sentinelName: null, clusterNodes: null, batchDecisions: true });
-    expect([DEFAULTS.host, DEFAULTS.port, DEFAULTS.adminHost, DEFAULTS.adminPort, DEFAULTS.adminToken, DEFAULTS.logLevel]).toEqual(['0.0.0.0', 8080, '0.0.0.0', 9090, null, 'info']);
+    expect([DEFAULTS.host, DEFAULTS.port, DEFAULTS.adminHost, DEFAULTS.adminPort, DEFAULTS.adminToken, DEFAULTS.logLevel]).toEqual([
+      '0.0.0.0',
+      8080,
+      '0.0.0.0',
+      9090,
+      null,
+      'info',
+    ]);
     expect(Object.isFrozen(DEFAULTS.freeTier)).toBe(true);
   });
 
   it('names the start-up-only settings from the schema, the admin token as a secret', () => {
     expect(STARTUP_ONLY.map((s) => [s.path, s.secret])).toEqual([
-      ['upstream.url', false], ['redis', false], ['relayDb', false], ['host', false], ['port', false], ['adminHost', false], ['adminPort', false], ['adminToken', true], ['drainDir', false],
+      ['upstream.url', false],
+      ['redis', false],
+      ['relayDb', false],
+      ['host', false],
+      ['port', false],
+      ['adminHost', false],
+      ['adminPort', false],
+      ['adminToken', true],
+      ['drainDir', false],
     ]);
   });
 
   it('shows no secret in the public config: a set secret as [redacted], an unset one as null, a URL without its password', () => {
-    const c = buildConfig({ upstream: { credential: 'sk-secret-credential' } }, {
-      SLUICE_UPSTREAM_URL: 'http://u:relaypw@127.0.0.1:3000',
-      SLUICE_ADMIN_TOKEN: 'admin-token-secret-0123',
-      SLUICE_REDIS_URL: 'redis://:redispw@127.0.0.1:6379/2',
-      SLUICE_RELAY_DB: 'postgres://u:dbpw@db:5432/newapi',
-    });
+    const c = buildConfig(
+      { upstream: { credential: 'sk-secret-credential' } },
+      {
+        SLUICE_UPSTREAM_URL: 'http://u:relaypw@127.0.0.1:3000',
+        SLUICE_ADMIN_TOKEN: 'admin-token-secret-0123',
+        SLUICE_REDIS_URL: 'redis://:redispw@127.0.0.1:6379/2',
+        SLUICE_RELAY_DB: 'postgres://u:dbpw@db:5432/newapi',
+      },
+    );
     const p = publicConfig(c) as { upstream: { url: string; credential: string }; redis: { url: string }; relayDb: Record<string, unknown> };
     expect(JSON.stringify(p)).not.toMatch(/relaypw|redispw|dbpw|secret/);
     expect([p.upstream.url, p.upstream.credential, p.redis.url, p.relayDb.url]).toEqual(['http://u:%5Bredacted%5D@127.0.0.1:3000/', '[redacted]', '[redacted]', '[redacted]']);

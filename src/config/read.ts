@@ -31,7 +31,10 @@ function coerce(s: TSchema, v: unknown): unknown {
   if (kind === 'Integer' && typeof v === 'string' && /^\s*-?\d+\s*$/.test(v)) return Number(v);
   if (kind === 'Boolean' && (v === 'true' || v === 'false')) return v === 'true';
   if (kind === 'Array' && typeof v === 'string' && (s.items as TSchema).format === 'host-port') {
-    return v.split(',').map((x) => x.trim()).filter(Boolean);
+    return v
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
   }
   return v;
 }
@@ -60,9 +63,7 @@ function placeholder(v: string): boolean {
 /** A value (never undefined) against one node: returns it as the setting holds it, or throws naming `key`. */
 function checkValue(s: Node, raw: unknown, key: string, secret: boolean): unknown {
   if (typeof raw === 'string' && placeholder(raw)) {
-    throw new ConfigError(
-      `${key} holds "${REDACTED}", the placeholder a printed config shows for a secret: give the secret itself (its environment variable wins over the file)`,
-    );
+    throw new ConfigError(`${key} holds "${REDACTED}", the placeholder a printed config shows for a secret: give the secret itself (its environment variable wins over the file)`);
   }
   const inner = raw === null ? null : nullableOf(s);
   const node: Node = inner ?? s;

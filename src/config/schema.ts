@@ -79,15 +79,23 @@ export const SETTINGS = Type.Object({
   ),
   redis: Type.Object(
     {
-      url: textOrNull({ format: 'redis-url', env: 'SLUICE_REDIS_URL', secret: true, description: 'The shared store (password, TLS with rediss://, database). Unset: an embedded store, each replica counting on its own.' }),
+      url: textOrNull({
+        format: 'redis-url',
+        env: 'SLUICE_REDIS_URL',
+        secret: true,
+        description: 'The shared store (password, TLS with rediss://, database). Unset: an embedded store, each replica counting on its own.',
+      }),
       keyPrefix: text('sluice:', { format: 'key-prefix', description: 'Prefix of every key and channel (several deployments on one Redis).' }),
       commandTimeoutMs: int(5, 60_000, 100, { description: 'Bound on one Redis command; past it the call fails and `limits.onStoreError` applies.' }),
-      sentinels: hostPorts({ env: 'SLUICE_REDIS_SENTINELS', description: "Sentinel addresses; with `redis.sentinelName`, replaces the URL's host (which still supplies password, TLS and database)." }),
+      sentinels: hostPorts({
+        env: 'SLUICE_REDIS_SENTINELS',
+        description: "Sentinel addresses; with `redis.sentinelName`, replaces the URL's host (which still supplies password, TLS and database).",
+      }),
       sentinelName: textOrNull({ env: 'SLUICE_REDIS_SENTINEL_NAME', description: 'Sentinel master name; required with `redis.sentinels`.' }),
       clusterNodes: hostPorts({ env: 'SLUICE_REDIS_CLUSTER_NODES', description: 'Redis Cluster seed nodes; the URL then only supplies password and TLS.' }),
       batchDecisions: flag(true, {
         description:
-          'Send the limit decisions of one event-loop turn as one script run. Off behind a sharding proxy (Envoy, twemproxy, a sharded managed database), which needs every command\'s keys on one shard; a Cluster never batches.',
+          "Send the limit decisions of one event-loop turn as one script run. Off behind a sharding proxy (Envoy, twemproxy, a sharded managed database), which needs every command's keys on one shard; a Cluster never batches.",
       }),
     },
     { startupOnly: true, description: 'The shared store of limit counters and keys.' },
@@ -100,7 +108,8 @@ export const SETTINGS = Type.Object({
         env: 'SLUICE_RELAY_DB',
         secret: true,
         configKey: 'dsn',
-        description: "The relay's database, where the keys made in its console live, in the relay's own `SQL_DSN` form (or `sqlite:<path>`); see docs/relay-keys.md. Unset: not used.",
+        description:
+          "The relay's database, where the keys made in its console live, in the relay's own `SQL_DSN` form (or `sqlite:<path>`); see docs/relay-keys.md. Unset: not used.",
       }),
       schema: Type.Union([Type.Literal('auto'), Type.Literal('new-api'), Type.Literal('one-api')], {
         default: 'auto',
@@ -108,7 +117,9 @@ export const SETTINGS = Type.Object({
         description: '`auto`: new-api or one-api, told from the tables.',
       }),
       poolSize: int(1, 32, 2, { description: 'Connections per replica (a sidecar per relay Pod multiplies them).' }),
-      queryTimeoutMs: int(50, 60_000, 2000, { description: 'Bound on one lookup, a free connection and connecting included; the database itself ends a statement that passes it.' }),
+      queryTimeoutMs: int(50, 60_000, 2000, {
+        description: 'Bound on one lookup, a free connection and connecting included; the database itself ends a statement that passes it.',
+      }),
       recheckSeconds: int(1, 3600, 10, { description: "A key's answer is trusted at most this long: the bound on seeing a console change." }),
       staleSeconds: int(0, 7 * DAY, 900, { description: 'How long a key seen valid keeps working while the database cannot be reached.' }),
     },
@@ -126,13 +137,20 @@ export const SETTINGS = Type.Object({
         description:
           'Per replica: lookups of keys it does not know that may end without a valid key, per second; past it such a key gets 503 `store_unavailable` with Retry-After (it may be a valid new key). Lookups in flight count; one that finds a valid key gives its place back (0: no ceiling).',
       }),
-      unknownKeyLookupBurst: int(1, 1_000_000, 500, { description: "...and at most this many at once (one relay-database statement holds up to 500 keys). Lookups in flight hold a place, valid keys too: a new replica meeting its clients' keys all at once needs room here." }),
+      unknownKeyLookupBurst: int(1, 1_000_000, 500, {
+        description:
+          "...and at most this many at once (one relay-database statement holds up to 500 keys). Lookups in flight hold a place, valid keys too: a new replica meeting its clients' keys all at once needs room here.",
+      }),
     },
     { description: 'What a flood of wrong keys may cost the key stores (docs/authentication.md).' },
   ),
   host: text('0.0.0.0', { env: 'SLUICE_HOST', startupOnly: true, description: 'Address of the public listener.' }),
   port: int(0, 65535, 8080, { env: 'SLUICE_PORT', startupOnly: true, description: 'Port of the public listener.' }),
-  adminHost: text('0.0.0.0', { env: 'SLUICE_ADMIN_HOST', startupOnly: true, description: 'Address of the admin listener (probes, /metrics, admin API); keep it cluster-internal.' }),
+  adminHost: text('0.0.0.0', {
+    env: 'SLUICE_ADMIN_HOST',
+    startupOnly: true,
+    description: 'Address of the admin listener (probes, /metrics, admin API); keep it cluster-internal.',
+  }),
   adminPort: int(0, 65535, 9090, { env: 'SLUICE_ADMIN_PORT', startupOnly: true, description: 'Port of the admin listener.' }),
   adminToken: Type.Union([Type.String({ minLength: 16 }), Type.Null()], {
     default: null,
@@ -200,7 +218,8 @@ export const SETTINGS = Type.Object({
   accessLog: Type.Union([Type.Literal('all'), Type.Literal('errors'), Type.Literal('off')], {
     default: 'all',
     env: 'SLUICE_ACCESS_LOG',
-    description: 'Which requests get an access line (at info): every one; only those not admitted in the end (refused, failed, cut by either side) or answered 400 or more; or none.',
+    description:
+      'Which requests get an access line (at info): every one; only those not admitted in the end (refused, failed, cut by either side) or answered 400 or more; or none.',
   }),
   drainSeconds: int(0, 3600, 30, {
     env: 'SLUICE_DRAIN_SECONDS',

@@ -29,8 +29,8 @@ async function get(port: number, path: string): Promise<{ status: number; text: 
   return { status: r.status, text: await r.text(), ms: performance.now() - started };
 }
 
-describe('Forwarder: the wait for the relay\'s headers', () => {
-  it('answers 504 upstream_timeout in the relay\'s shape and aborts the relay request when the headers do not come in time; a call answered in time is untouched', async () => {
+describe("Forwarder: the wait for the relay's headers", () => {
+  it("answers 504 upstream_timeout in the relay's shape and aborts the relay request when the headers do not come in time; a call answered in time is untouched", async () => {
     let relayAborted = false;
     const relayPort = await listen((req, res) => {
       if (req.url === '/slow') {
@@ -91,8 +91,8 @@ describe('Forwarder: descriptors', () => {
   });
 });
 
-describe('Forwarder: the body\'s share of the budget', () => {
-  it('is given back once the body is in the relay socket\'s hands, not when the answer ends', async () => {
+describe("Forwarder: the body's share of the budget", () => {
+  it("is given back once the body is in the relay socket's hands, not when the answer ends", async () => {
     const budget = new BodyBudget(1 << 20);
     let answer: (() => void) | undefined;
     const relayPort = await listen((req, res) => {
@@ -112,7 +112,7 @@ describe('Forwarder: the body\'s share of the budget', () => {
 });
 
 describe('Forwarder: requests leave at the end of the event-loop turn', () => {
-  it('sends nothing to the relay for a client that left before its turn ended, and gives its body\'s budget back', async () => {
+  it("sends nothing to the relay for a client that left before its turn ended, and gives its body's budget back", async () => {
     const budget = new BodyBudget(1 << 20);
     let relayRequests = 0;
     const relayPort = await listen((_req, res) => {

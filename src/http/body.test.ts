@@ -62,7 +62,13 @@ describe('readBody', () => {
       expect(r.ok && r.body.equals(body), name).toBe(true);
     }
     // More bytes than declared cannot come from Node's parser, but must not be lost either.
-    const r = await readBody(fakeRequest(split(body, () => 65_536), { 'content-length': '600000' }), 2_000_000);
+    const r = await readBody(
+      fakeRequest(
+        split(body, () => 65_536),
+        { 'content-length': '600000' },
+      ),
+      2_000_000,
+    );
     expect(r.ok && r.body.equals(body)).toBe(true);
   });
 
@@ -92,7 +98,14 @@ describe('readBody', () => {
     // (The chunks are made inside each case: a test holding the single chunk would hold the body.)
     for (const [name, makeRequest] of [
       ['one chunk, no declared length', () => fakeRequest([Buffer.alloc(128 * 1024, 1)])],
-      ['declared and moved into one buffer', () => fakeRequest(split(Buffer.alloc(1024 * 1024, 2), () => 65_536), { 'content-length': String(1024 * 1024) })],
+      [
+        'declared and moved into one buffer',
+        () =>
+          fakeRequest(
+            split(Buffer.alloc(1024 * 1024, 2), () => 65_536),
+            { 'content-length': String(1024 * 1024) },
+          ),
+      ],
     ] as Array<[string, () => IncomingMessage]>) {
       const req = makeRequest();
       let bodyRef: WeakRef<Buffer> | undefined;

@@ -37,11 +37,7 @@ function cleanEntry(s: string): string {
   return canonicalAddress(v) ?? '';
 }
 
-export function resolveClientIp(
-  socketAddr: string | undefined,
-  forwardedFor: string | string[] | undefined,
-  trusted: BlockList | null,
-): string {
+export function resolveClientIp(socketAddr: string | undefined, forwardedFor: string | string[] | undefined, trusted: BlockList | null): string {
   const peer = normalizeIp(socketAddr);
   if (!trusted || forwardedFor === undefined || !isTrusted(trusted, peer)) return peer;
   const entries = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',');

@@ -17,7 +17,6 @@ function config(over: Partial<FreeTierConfig>): FreeTierConfig {
   return { ...DEFAULTS.freeTier, ...over };
 }
 
-
 /** What the store itself says now, from a limiter that remembers nothing (a refusal counts nothing). */
 function storeSays(c: FreeTierConfig, store: LimitStore, clock: ManualClock, user: string): Promise<FreeTierVerdict> {
   return new FreeTierLimiter(c, store, clock, { rememberRefusalsMs: 0 }).admit(user);
@@ -116,7 +115,7 @@ describe('FreeTierLimiter: refused users', () => {
     // Two limiters on two identical stores, one remembering refusals and one not: every verdict
     // must be equal, across window edges, several days and a 23-hour quiet spell.
     let seed = 7;
-    const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const c = config({ perMinute: 4, windowSeconds: 20, perDay: 30 });
     const clock = new ManualClock(T0);
     const remembering = new CountingStore();

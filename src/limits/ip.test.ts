@@ -13,7 +13,6 @@ const T0 = Date.UTC(2026, 5, 1);
 const LONG = { rememberRefusalsMs: 86_400_000 };
 const rule = (limit: number, windowSeconds = 60): IpLimitRule => ({ name: 'q', paths: ['/api/log/token'], limit, windowSeconds, shadow: false });
 
-
 describe('IpLimiter: refused addresses', () => {
   it("answers a refused address's retries from memory with a Retry-After counting down, and lets it in on time", async () => {
     const clock = new ManualClock(T0);
@@ -51,7 +50,7 @@ describe('IpLimiter: refused addresses', () => {
 
   it('gives the verdicts of asking the store every time over a long random run, a lowered limit included', async () => {
     let seed = 3;
-    const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const clock = new ManualClock(T0);
     const remembering = new CountingStore();
     const plain = new CountingStore();

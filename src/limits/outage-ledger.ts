@@ -57,7 +57,10 @@ export class OutageLedger {
     if (this.waiting.length >= MAX_OUTAGE_ADMISSIONS) this.prune();
     if (this.waiting.length >= MAX_OUTAGE_ADMISSIONS) {
       if (this.tally.dropped === 0) {
-        this.log.warn({ max: MAX_OUTAGE_ADMISSIONS }, 'store outage: too many calls admitted in memory to keep; further ones will not be added to the shared counts when it answers');
+        this.log.warn(
+          { max: MAX_OUTAGE_ADMISSIONS },
+          'store outage: too many calls admitted in memory to keep; further ones will not be added to the shared counts when it answers',
+        );
       }
       this.count('dropped', 1);
       return;

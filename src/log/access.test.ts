@@ -143,7 +143,10 @@ describe('access line', () => {
     log.warn('after');
     access({ ...base, id: 'req-2' }, 'unauthorized');
     await new Promise<void>((resolve, reject) => log.flush((err) => (err ? reject(err) : resolve())));
-    const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { msg: string; reqId?: string });
+    const lines = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { msg: string; reqId?: string });
     expect(lines.map((l) => l.reqId ?? l.msg)).toEqual(['before', 'req-1', 'after', 'req-2']);
     dest.sink.destroy();
   });
@@ -200,7 +203,13 @@ describe('access line', () => {
       { formatters: { log: (o: Record<string, unknown>) => ({ ...o, formatted: true }) } },
       { messageKey: 'message' },
       { nestedKey: 'payload' },
-      { hooks: { logMethod: function (this: Logger, args: Parameters<Logger['info']>, method: Logger['info']) { method.apply(this, [{ hooked: true }, ...args.slice(1)] as never); } } },
+      {
+        hooks: {
+          logMethod: function (this: Logger, args: Parameters<Logger['info']>, method: Logger['info']) {
+            method.apply(this, [{ hooked: true }, ...args.slice(1)] as never);
+          },
+        },
+      },
       { msgPrefix: '[gw] ' },
     ];
     for (const v of variants) {
@@ -215,7 +224,13 @@ describe('access line', () => {
     vi.spyOn(performance, 'now').mockReturnValue(NOW);
     const info = sink();
     const errors = sink();
-    const log = pino({ base: null, timestamp: false }, pino.multistream([{ level: 'info', stream: info.stream }, { level: 'error', stream: errors.stream }]));
+    const log = pino(
+      { base: null, timestamp: false },
+      pino.multistream([
+        { level: 'info', stream: info.stream },
+        { level: 'error', stream: errors.stream },
+      ]),
+    );
     createAccessLog(log)(base, 'admitted');
     expect(JSON.parse(info.text())).toMatchObject({ reqId: 'req-1', msg: 'request' });
     expect(errors.text()).toBe('');

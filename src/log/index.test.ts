@@ -17,7 +17,15 @@ function capture(): { log: ReturnType<typeof createLogger>; lines: () => Array<R
       cb();
     },
   });
-  return { log: createLogger('info', sink), lines: () => out.join('').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>) };
+  return {
+    log: createLogger('info', sink),
+    lines: () =>
+      out
+        .join('')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+  };
 }
 
 describe('log redaction', () => {
@@ -34,11 +42,14 @@ describe('log redaction', () => {
   });
 
   it('redacts the config secrets even if a config were logged whole, not only through publicConfig', () => {
-    const config = buildConfig({ upstream: { credential: SECRET } }, {
-      SLUICE_UPSTREAM_URL: 'http://127.0.0.1:3000',
-      SLUICE_ADMIN_TOKEN: SECRET,
-      SLUICE_REDIS_URL: `redis://:${SECRET}@127.0.0.1:6379`,
-    });
+    const config = buildConfig(
+      { upstream: { credential: SECRET } },
+      {
+        SLUICE_UPSTREAM_URL: 'http://127.0.0.1:3000',
+        SLUICE_ADMIN_TOKEN: SECRET,
+        SLUICE_REDIS_URL: `redis://:${SECRET}@127.0.0.1:6379`,
+      },
+    );
     const { log, lines } = capture();
     log.info({ config: { ...config, upstream: { ...config.upstream, url: config.upstream.url.href } } }, 'raw');
     log.info({ config: publicConfig(config) }, 'public');
@@ -60,9 +71,20 @@ describe('log redaction', () => {
 describe('log destination', () => {
   function runScript(body: string): { status: number | null; msgs: string[]; stderr: string } {
     const script = `import { createLogger } from './src/log/index.ts';\n${body}`;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '..', '..'), encoding: 'utf8', timeout: 15_000 });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: join(import.meta.dirname, '..', '..'),
+      encoding: 'utf8',
+      timeout: 15_000,
+    });
     expect(r.error, r.stderr).toBeUndefined();
-    return { status: r.status, stderr: r.stderr, msgs: r.stdout.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg) };
+    return {
+      status: r.status,
+      stderr: r.stderr,
+      msgs: r.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => (JSON.parse(l) as { msg: string }).msg),
+    };
   }
 
   it('writes what it holds to stdout when the process exits, even through process.exit', () => {
@@ -97,7 +119,7 @@ describe('log destination', () => {
     expect(r.msgs).toEqual(['one']);
   });
 
-  it('keeps serving, and flush still calls back, when stdout\'s reader has gone (EPIPE)', async () => {
+  it("keeps serving, and flush still calls back, when stdout's reader has gone (EPIPE)", async () => {
     const script = `import { createLogger } from './src/log/index.ts';
       const log = createLogger('info');
       log.info('one');
@@ -106,7 +128,10 @@ describe('log destination', () => {
         log.flush((err) => { process.stderr.write('flushed ' + (err ? err.code : 'ok') + '\\n'); process.exit(0); });
       }, 300);
       setTimeout(() => { process.stderr.write('flush never called back\\n'); process.exit(2); }, 3000);`;
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '..', '..'), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: join(import.meta.dirname, '..', '..'),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout.destroy(); // the reader of its stdout is gone
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
@@ -200,7 +225,12 @@ describe('log destination', () => {
     log.info('one');
     log.warn('two');
     await new Promise<void>((resolve, reject) => log.flush((err) => (err ? reject(err) : resolve())));
-    expect(readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['one', 'two']);
+    expect(
+      readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { msg: string }).msg),
+    ).toEqual(['one', 'two']);
     dest.sink.destroy();
   });
 });
@@ -214,7 +244,7 @@ describe('log lines', () => {
 });
 
 describe('log timestamps', () => {
-  it('are pino\'s isoTime, formatted once per millisecond, and the logger uses them', () => {
+  it("are pino's isoTime, formatted once per millisecond, and the logger uses them", () => {
     vi.useFakeTimers({ now: Date.UTC(2026, 10, 23, 3, 48, 0, 5) });
     const toIso = vi.spyOn(Date.prototype, 'toISOString');
     try {

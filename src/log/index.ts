@@ -175,9 +175,7 @@ export function isoTimeCached(): string {
  */
 const LONE_SURROGATE = /\p{Cs}/gu;
 export function escapeLoneSurrogates(line: string): string {
-  return (line as string & { isWellFormed(): boolean }).isWellFormed()
-    ? line
-    : line.replace(LONE_SURROGATE, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+  return (line as string & { isWellFormed(): boolean }).isWellFormed() ? line : line.replace(LONE_SURROGATE, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
 
 /**

@@ -19,9 +19,7 @@ import { multipartFields } from './multipart.js';
 import type { StructureHints } from './prepass.js';
 import { scanModel } from './scan.js';
 
-export type ModelResult =
-  | { ok: true; model: string | null }
-  | { ok: false; status: 400 | 413 | 415; reason: string };
+export type ModelResult = { ok: true; model: string | null } | { ok: false; status: 400 | 413 | 415; reason: string };
 
 const NONE: ModelResult = { ok: true, model: null };
 
@@ -52,7 +50,8 @@ export function modelByContentType(ct: string, body: Buffer, hints: StructureHin
   if (kind === 'json') return jsonModel(body, hints);
   // Only in another letter case (`Application/JSON`) the relay reads no model where other readers would.
   const folded = bodyKind(ct.toLowerCase());
-  if (folded !== kind) return refuse(`Content-Type "${ct}" names ${folded === 'json' ? 'JSON' : `a ${folded} form`} only in other letter case, which the relay does not read as one`);
+  if (folded !== kind)
+    return refuse(`Content-Type "${ct}" names ${folded === 'json' ? 'JSON' : `a ${folded} form`} only in other letter case, which the relay does not read as one`);
   if (kind === 'form') return formModel(body, hints);
   if (kind === 'multipart' && multipart) return multipartModel(ct, body, hints);
   return NONE;

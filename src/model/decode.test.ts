@@ -33,12 +33,9 @@ describe('decodeBody: single codings', () => {
     expect(decodedBody(await decodeBody(compressed, encoding, MB))).toEqual(JSON_BODY);
   });
 
-  it.each(['GZIP', ' gzip ', '\tGzip\t', 'gzip,', ', gzip', 'identity, gzip', 'gzip, identity'])(
-    'is case- and whitespace-tolerant: %j',
-    async (encoding) => {
-      expect(decodedBody(await decodeBody(gzipSync(JSON_BODY), encoding, MB))).toEqual(JSON_BODY);
-    },
-  );
+  it.each(['GZIP', ' gzip ', '\tGzip\t', 'gzip,', ', gzip', 'identity, gzip', 'gzip, identity'])('is case- and whitespace-tolerant: %j', async (encoding) => {
+    expect(decodedBody(await decodeBody(gzipSync(JSON_BODY), encoding, MB))).toEqual(JSON_BODY);
+  });
 
   it('accepts raw deflate, which some clients send for "deflate"', async () => {
     expect(decodedBody(await decodeBody(deflateRawSync(JSON_BODY), 'deflate', MB))).toEqual(JSON_BODY);
@@ -187,7 +184,7 @@ describe('decodeBody: the bodies budget', () => {
     expect(budget.used).toBe(0);
   });
 
-  it('takes a brotli decoder\'s window, read from the stream\'s header, before decoding', async () => {
+  it("takes a brotli decoder's window, read from the stream's header, before decoding", async () => {
     for (const lgwin of [10, 16, 18, 22, 24]) {
       const compressed = brotliCompressSync(Buffer.alloc(4 * MB, 0x20), { params: { [constants.BROTLI_PARAM_LGWIN]: lgwin } });
       const ws = brotliWorkingSet(compressed);

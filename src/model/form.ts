@@ -112,7 +112,10 @@ export function matchesFolded(key: string, name: string): boolean {
   if (key.length !== name.length) return false;
   let k = key;
   if (!ASCII_ONLY.test(k)) {
-    k = k.replace(/\u212a/g, 'k').replace(/\u017f/g, 's').replace(/[\u0130\u0131]/g, 'i');
+    k = k
+      .replace(/\u212a/g, 'k')
+      .replace(/\u017f/g, 's')
+      .replace(/[\u0130\u0131]/g, 'i');
     if (!ASCII_ONLY.test(k)) return false;
   }
   return k.toLowerCase() === name.toLowerCase();

@@ -19,7 +19,10 @@ function multipart(boundary: string, nl: string, parts: Array<{ name: string; va
 describe('requestedModel: form bodies (the relay reads them too)', () => {
   it('reads the model of a multipart body whatever the case of its boundary (browsers mix cases)', async () => {
     const b = '----WebKitFormBoundaryAbC123xYz';
-    const body = multipart(b, '\r\n', [{ name: 'file', value: 'RIFF....', filename: 'a.wav' }, { name: 'model', value: 'vend-flash-free' }]);
+    const body = multipart(b, '\r\n', [
+      { name: 'file', value: 'RIFF....', filename: 'a.wav' },
+      { name: 'model', value: 'vend-flash-free' },
+    ]);
     expect(await modelOf(`multipart/form-data; boundary=${b}`, body)).toEqual({ ok: true, model: 'vend-flash-free' });
     expect(await modelOf(`multipart/form-data; Boundary="${b}"`, body)).toEqual({ ok: true, model: 'vend-flash-free' });
   });
@@ -30,7 +33,10 @@ describe('requestedModel: form bodies (the relay reads them too)', () => {
   });
 
   it('reads LF-only multipart bodies, as Go does', async () => {
-    const body = multipart('XyZ', '\n', [{ name: 'model', value: 'vend-flash-free' }, { name: 'language', value: 'en' }]);
+    const body = multipart('XyZ', '\n', [
+      { name: 'model', value: 'vend-flash-free' },
+      { name: 'language', value: 'en' },
+    ]);
     expect(await modelOf('multipart/form-data; boundary=XyZ', body)).toEqual({ ok: true, model: 'vend-flash-free' });
   });
 
@@ -132,13 +138,23 @@ describe('requestedModel: every route where the relay reads a model', () => {
   });
 
   it('video tasks read multipart, the OpenAI SDK way', async () => {
-    const body = multipart('v', '\r\n', [{ name: 'prompt', value: 'a cat' }, { name: 'model', value: 'sora-2-free' }]);
+    const body = multipart('v', '\r\n', [
+      { name: 'prompt', value: 'a cat' },
+      { name: 'model', value: 'sora-2-free' },
+    ]);
     expect(await at('POST', '/v1/videos', { 'content-type': 'multipart/form-data; boundary=v' }, body)).toEqual({ ok: true, model: 'sora-2-free' });
   });
 
   it('falls back on the model the relay uses when none is named', async () => {
     expect(await at('POST', '/v1/images/generations', JSON_CT, '{"prompt":"x"}')).toEqual({ ok: true, model: 'dall-e' });
-    expect(await at('POST', '/v1/audio/transcriptions', { 'content-type': 'multipart/form-data; boundary=b' }, multipart('b', '\r\n', [{ name: 'file', value: 'x', filename: 'a.wav' }]))).toEqual({
+    expect(
+      await at(
+        'POST',
+        '/v1/audio/transcriptions',
+        { 'content-type': 'multipart/form-data; boundary=b' },
+        multipart('b', '\r\n', [{ name: 'file', value: 'x', filename: 'a.wav' }]),
+      ),
+    ).toEqual({
       ok: true,
       model: 'whisper-1',
     });

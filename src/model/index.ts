@@ -25,7 +25,6 @@ const NONE: ModelResult = { ok: true, model: null };
  */
 const PREPASS_FROM = 256 * 1024;
 
-
 /**
  * A prepass for this request's body when `requestedModel` will scan it as JSON: a route whose
  * model is read from the body, a JSON Content-Type, sent uncompressed, large or of unknown length.

@@ -22,7 +22,6 @@ const LBRACE = 0x7b;
 const RBRACE = 0x7d;
 const RBRACKET = 0x5d;
 
-
 export interface StructureHints {
   /** Offset just past the closing bracket, by the offset of a nested container's opening bracket. */
   containerEnd(start: number): number | undefined;

@@ -122,8 +122,7 @@ describe('scanModel: escapes', () => {
   });
 
   it('turns each byte of ill-formed UTF-8 into its own U+FFFD as Go does', () => {
-    const body = (bytes: number[]): Buffer =>
-      Buffer.concat([Buffer.from('{"model":"a'), Buffer.from(bytes), Buffer.from('b"}')]);
+    const body = (bytes: number[]): Buffer => Buffer.concat([Buffer.from('{"model":"a'), Buffer.from(bytes), Buffer.from('b"}')]);
     expect(scan(body([0xff]))).toEqual(found('a\uFFFDb'));
     // A truncated three-byte sequence: TextDecoder would emit a single U+FFFD.
     expect(scan(body([0xe2, 0x82]))).toEqual(found('a\uFFFD\uFFFDb'));
@@ -188,12 +187,9 @@ describe('scanModel: duplicate and case-folded keys (Go assigns every match in o
     expect(scan('{"\\u004dodel":"x"}')).toEqual(found('x'));
   });
 
-  it.each(['models', 'mode', 'model ', ' model', '_model', 'model\\u0000', 'modeł', 'mödel', 'MODEL_ID', 'moDELs'])(
-    'ignores the near miss %j',
-    (key) => {
-      expect(scan(`{"${key}":"x"}`)).toEqual(ABSENT);
-    },
-  );
+  it.each(['models', 'mode', 'model ', ' model', '_model', 'model\\u0000', 'modeł', 'mödel', 'MODEL_ID', 'moDELs'])('ignores the near miss %j', (key) => {
+    expect(scan(`{"${key}":"x"}`)).toEqual(ABSENT);
+  });
 });
 
 describe('scanModel: only the top level counts', () => {
@@ -268,7 +264,7 @@ describe('scanModel: values of other keys', () => {
     ['NaN', '{"a":NaN}'],
     ['unquoted word', '{"a":hello}'],
     ['missing value', '{"a":}'],
-    ['single-quoted string', "{\"a\":'x'}"],
+    ['single-quoted string', '{"a":\'x\'}'],
   ])('rejects a bad top-level value: %s', (_name, body) => {
     expectInvalid(body);
   });
@@ -376,13 +372,7 @@ describe('scanModel: 20 MB bodies', () => {
 
   it('finds the model in the middle', () => {
     const half = Buffer.alloc(MB20 / 2, 'y');
-    const body = Buffer.concat([
-      Buffer.from('{"a":"'),
-      half,
-      Buffer.from('","model":"m","b":"'),
-      half,
-      Buffer.from('"}'),
-    ]);
+    const body = Buffer.concat([Buffer.from('{"a":"'), half, Buffer.from('","model":"m","b":"'), half, Buffer.from('"}')]);
     expect(scanModel(body)).toEqual(found('m'));
   });
 
@@ -491,9 +481,7 @@ function expectedFromParsed(parsed: Record<string, unknown>): ModelScan {
     if (key.toLowerCase() !== 'model' || value === null) continue;
     if (typeof value !== 'string') return { kind: 'invalid', reason: expect.any(String) as string };
     // Go (like the scanner) decodes an unpaired surrogate as U+FFFD.
-    const v = value.replace(/[\ud800-\udfff]/g, (c, offset: number, whole: string) =>
-      isPaired(whole, offset) ? c : '\uFFFD',
-    );
+    const v = value.replace(/[\ud800-\udfff]/g, (c, offset: number, whole: string) => (isPaired(whole, offset) ? c : '\uFFFD'));
     if (model !== undefined && model !== v) return { kind: 'invalid', reason: expect.any(String) as string };
     model = v;
   }

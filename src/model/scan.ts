@@ -20,11 +20,7 @@
 
 import type { StructureHints } from './prepass.js';
 
-export type ModelScan =
-  | { kind: 'found'; model: string }
-  | { kind: 'absent' }
-  | { kind: 'not-object' }
-  | { kind: 'invalid'; reason: string };
+export type ModelScan = { kind: 'found'; model: string } | { kind: 'absent' } | { kind: 'not-object' } | { kind: 'invalid'; reason: string };
 
 const TAB = 0x09;
 const LF = 0x0a;

@@ -138,7 +138,15 @@ describe('routeOf: families, key headers and CORS', () => {
   });
 
   it('the relay answers with CORS headers everywhere but its dashboard /api/* routes, save the two usage queries', () => {
-    for (const p of ['/v1/chat/completions', '/v1beta/models/x:generateContent', '/pg/chat/completions', '/v1/dashboard/billing/usage', '/api/log/token', '/api/usage/token/', '/nowhere']) {
+    for (const p of [
+      '/v1/chat/completions',
+      '/v1beta/models/x:generateContent',
+      '/pg/chat/completions',
+      '/v1/dashboard/billing/usage',
+      '/api/log/token',
+      '/api/usage/token/',
+      '/nowhere',
+    ]) {
       expect(routeOf(p).cors).toBe(true);
     }
     for (const p of ['/api/user/self', '/api/status', '/api/log/self']) expect(routeOf(p).cors).toBe(false);

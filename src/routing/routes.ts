@@ -110,7 +110,7 @@ function route(path: string, spec: RouteSpec): Route {
 }
 
 function under(path: string, prefix: string): boolean {
-  return path === prefix || (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 0x2f /* / */);
+  return path === prefix || (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 0x2f) /* / */;
 }
 
 /**

@@ -168,7 +168,7 @@ describe('the model named in the path, read as the gateway reads it (parseTarget
     expect(modelOf('/v1beta/models/vend-flash-fre%FF%65:generateContent')).toBe('vend-flash-fre\uFFFDe');
   });
 
-  it('is what requestedModel, the gateway\'s call, answers for the decoded path', async () => {
+  it("is what requestedModel, the gateway's call, answers for the decoded path", async () => {
     expect(await requestedModel('POST', target('/v1beta/models/a%2525b:generateContent').path, {}, null, 1024)).toEqual({ ok: true, model: 'a%25b' });
     expect(await requestedModel('POST', target('/v1beta/models/vend-flash-fre%65:generateContent').path, {}, null, 1024)).toEqual({ ok: true, model: 'vend-flash-free' });
   });

@@ -28,7 +28,7 @@ describe('commitOf', () => {
     }
   });
 
-  it("asks git for HEAD in a checkout, and says \"unknown\" where there is none", () => {
+  it('asks git for HEAD in a checkout, and says "unknown" where there is none', () => {
     const head = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { encoding: 'utf8' }).trim();
     expect(commitOf({}, process.cwd())).toBe(head);
     expect(commitOf({ SLUICE_COMMIT: '' }, process.cwd())).toBe(head);

@@ -103,7 +103,7 @@ describe.skipIf(!CHROMIUM)(`a page on another origin, in headless Chromium${CHRO
     );
   }
 
-  it('reads a paid 200, a wrong key\'s 401 with its request id, and the free tier\'s 429 with Retry-After and the RateLimit fields', async () => {
+  it("reads a paid 200, a wrong key's 401 with its request id, and the free tier's 429 with Retry-After and the RateLimit fields", async () => {
     expect(new URL(h.url).origin).not.toBe(pageOrigin);
     const { key } = await h.createKey('browser-user');
 

@@ -8,14 +8,7 @@
  * `{ error: { code, message, type } }`: the code is `err.error.error.code`.
  */
 import { describe, expect, it } from 'vitest';
-import Anthropic, {
-  type APIError,
-  APIUserAbortError,
-  AuthenticationError,
-  PaymentRequiredError,
-  RateLimitError,
-  type ClientOptions,
-} from '@anthropic-ai/sdk';
+import Anthropic, { type APIError, APIUserAbortError, AuthenticationError, PaymentRequiredError, RateLimitError, type ClientOptions } from '@anthropic-ai/sdk';
 import { STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
 import { bodyJson, lastRequest, rejectionOf } from '../support/helpers.js';
 import { expectStandinMessageStream } from '../support/sdk.js';
@@ -33,9 +26,7 @@ function client(h: Harness, key: string, form: HeaderForm, opts: Partial<ClientO
     apiKey: key,
     baseURL: h.url,
     maxRetries: 0,
-    ...(form === 'x-api-key'
-      ? { defaultHeaders: { 'x-api-key': key, authorization: null, 'anthropic-version': '2023-06-01' } }
-      : {}),
+    ...(form === 'x-api-key' ? { defaultHeaders: { 'x-api-key': key, authorization: null, 'anthropic-version': '2023-06-01' } } : {}),
     ...opts,
   });
 }
@@ -135,11 +126,7 @@ describe.each<HeaderForm>(['sdk-default', 'x-api-key'])('anthropic SDK through s
 
   it('a bad key: AuthenticationError, status 401, err.error.error.code "" and type new_api_error', async () => {
     const bad = client(h, BAD_KEY, form);
-    const calls: Array<() => PromiseLike<unknown>> = [
-      () => bad.messages.create(params()),
-      () => bad.messages.stream(params()).finalText(),
-      () => bad.models.list(),
-    ];
+    const calls: Array<() => PromiseLike<unknown>> = [() => bad.messages.create(params()), () => bad.messages.stream(params()).finalText(), () => bad.models.list()];
     await expectEachRejected(calls, (err) => {
       expect(err).toBeInstanceOf(AuthenticationError);
       const e = err as AuthenticationError;
@@ -239,10 +226,7 @@ describe.each(STORE_KINDS)('anthropic SDK through sluice: free-tier errors on th
       fetch: counter.fetch, // default maxRetries: 2
       defaultHeaders: { 'x-api-key': key, authorization: null, 'anthropic-version': '2023-06-01' },
     });
-    const calls: Array<() => PromiseLike<unknown>> = [
-      () => withRetries.messages.create(params()),
-      () => withRetries.messages.stream(params()).finalMessage(),
-    ];
+    const calls: Array<() => PromiseLike<unknown>> = [() => withRetries.messages.create(params()), () => withRetries.messages.stream(params()).finalMessage()];
     await expectEachRejectedOnce(counter, 402, calls, (err) => {
       expect(expect402(err, 'free_tier_daily_exhausted').type).toBe('new_api_error');
     });

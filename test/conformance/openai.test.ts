@@ -31,9 +31,7 @@ describe('openai SDK through sluice: calls', () => {
   const caller = useKeyedClient(h, 'oa', (key) => client(h, key));
 
   it('chat.completions.create', async () => {
-    const { data, response } = await caller.sdk.chat.completions
-      .create({ model: FREE, messages: hi })
-      .withResponse();
+    const { data, response } = await caller.sdk.chat.completions.create({ model: FREE, messages: hi }).withResponse();
     expect(data.object).toBe('chat.completion');
     expect(data.model).toBe(FREE);
     expect(data.choices[0]?.message.content).toBe(STANDIN_TEXT);
@@ -76,9 +74,7 @@ describe('openai SDK through sluice: calls', () => {
   });
 
   it('the stream reaches the SDK as the relay wrote it: text/event-stream, chunks, then data: [DONE]', async () => {
-    const res = await caller.sdk.chat.completions
-      .create({ model: FREE, messages: hi, stream: true, stream_options: { include_usage: true } })
-      .asResponse();
+    const res = await caller.sdk.chat.completions.create({ model: FREE, messages: hi, stream: true, stream_options: { include_usage: true } }).asResponse();
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     const frames = (await res.text()).split('\n\n').filter((f) => f !== '');
@@ -210,9 +206,7 @@ describe('openai SDK through sluice: calls', () => {
     await h.relay.waitFor((rs) => rs.some((r) => r.closedEarly), 3_000);
     // A call started with an already-aborted signal never leaves the process.
     const before = h.relay.requests.length;
-    expect(await rejectionOf(caller.sdk.chat.completions.create({ model: FREE, messages: hi }, { signal: ac.signal }))).toBeInstanceOf(
-      APIUserAbortError,
-    );
+    expect(await rejectionOf(caller.sdk.chat.completions.create({ model: FREE, messages: hi }, { signal: ac.signal }))).toBeInstanceOf(APIUserAbortError);
     expect(h.relay.requests).toHaveLength(before);
   });
 });

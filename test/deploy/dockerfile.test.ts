@@ -35,12 +35,15 @@ describe('Dockerfile', () => {
     for (const s of stages) expect(/^node:(\d+)/.exec(s.from)![1]).toBe(pinned![1]);
   });
 
-  it('installs under the project\'s npm configuration (.npmrc: no unreviewed install script) in both stages', () => {
+  it("installs under the project's npm configuration (.npmrc: no unreviewed install script) in both stages", () => {
     for (const s of [build!, runtime]) {
       const copies = s.instructions.filter((i) => i.op === 'COPY').map((i) => i.args);
       const installIndex = s.instructions.findIndex((i) => i.op === 'RUN' && /\bnpm ci\b/.test(i.args));
       const npmrcIndex = s.instructions.findIndex((i) => i.op === 'COPY' && /(^|\s)\.npmrc(\s|$)/.test(i.args));
-      expect(copies.some((c) => /\.npmrc/.test(c)), `${s.name}: COPY .npmrc`).toBe(true);
+      expect(
+        copies.some((c) => /\.npmrc/.test(c)),
+        `${s.name}: COPY .npmrc`,
+      ).toBe(true);
       expect(npmrcIndex).toBeLessThan(installIndex);
     }
   });

@@ -77,7 +77,8 @@ export function last(stage: Stage, op: string): Instruction | undefined {
 export function stageEnv(stage: Stage): Record<string, string> {
   const env: Record<string, string> = {};
   const args: Record<string, string> = {};
-  const expand = (v: string): string => v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_all, a?: string, b?: string) => env[(a ?? b)!] ?? args[(a ?? b)!] ?? '');
+  const expand = (v: string): string =>
+    v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_all, a?: string, b?: string) => env[(a ?? b)!] ?? args[(a ?? b)!] ?? '');
   for (const i of stage.instructions.filter((x) => x.op === 'ENV' || x.op === 'ARG')) {
     if (i.op === 'ARG') {
       const [name, ...dflt] = i.args.split('=');

@@ -142,9 +142,7 @@ function start(args: string[], env: Record<string, string>): Running {
   };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   return { child, output: () => out, exited };
 }
 
@@ -315,10 +313,7 @@ async function launchFromManifests(dir: string, o: LaunchOptions = {}): Promise<
 /** SIGTERM, then the exit status, or 'timeout' after the Pod's grace period. */
 async function terminate(l: Launched): Promise<{ code: number | null; signal: NodeJS.Signals | null } | 'timeout'> {
   l.run.child.kill('SIGTERM');
-  return Promise.race([
-    l.run.exited,
-    new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), l.graceSeconds * 1000).unref()),
-  ]);
+  return Promise.race([l.run.exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), l.graceSeconds * 1000).unref())]);
 }
 
 /**
@@ -434,7 +429,10 @@ describe.skipIf(kubectlMode === 'skip')(TITLE, () => {
     const registry = (await created.json()) as { id: string; key: string };
     expect(created.status).toBe(201);
     cleanups.push(async () => {
-      await admin(`/admin/keys/${encodeURIComponent(registry.id)}`, { method: 'DELETE' }).then((r) => r.arrayBuffer(), () => undefined);
+      await admin(`/admin/keys/${encodeURIComponent(registry.id)}`, { method: 'DELETE' }).then(
+        (r) => r.arrayBuffer(),
+        () => undefined,
+      );
     });
     const refused = await call(l, registry.key);
     expect(refused.status).toBe(401);

@@ -21,7 +21,9 @@ describe('install scripts', () => {
 
   it("run for better-sqlite3 alone (a native addon: reading a relay's SQLite file); the rest are denied", () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { allowScripts?: Record<string, boolean> };
-    const approved = Object.entries(pkg.allowScripts ?? {}).filter(([, ok]) => ok).map(([name]) => name);
+    const approved = Object.entries(pkg.allowScripts ?? {})
+      .filter(([, ok]) => ok)
+      .map(([name]) => name);
     expect(approved).toEqual(['better-sqlite3']);
   });
 

@@ -367,9 +367,7 @@ export function podServices(objects: K8sObject[]): IService[] {
 export function publicService(objects: K8sObject[]): { service: IService; targetPort: number } {
   const { sidecar } = sluicePod(objects);
   const publicPort = containerPort(sidecar, 'http');
-  const found = podServices(objects).filter((s) =>
-    (s.spec?.ports ?? []).some((p) => resolvePort(sidecar, p.targetPort ?? p.port) === publicPort),
-  );
+  const found = podServices(objects).filter((s) => (s.spec?.ports ?? []).some((p) => resolvePort(sidecar, p.targetPort ?? p.port) === publicPort));
   if (found.length !== 1) throw new Error(`expected one Service on sluice's public port ${publicPort}, found ${found.length}`);
   return { service: found[0]!, targetPort: publicPort };
 }

@@ -170,8 +170,7 @@ describe('deploy/ kustomizations', () => {
 
 const RELEASE = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
-const BUILD_TITLE =
-  kubectlMode === 'skip' ? 'kubectl kustomize (SKIPPED: kubectl is not on PATH and CI is not set)' : 'kubectl kustomize';
+const BUILD_TITLE = kubectlMode === 'skip' ? 'kubectl kustomize (SKIPPED: kubectl is not on PATH and CI is not set)' : 'kubectl kustomize';
 
 describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
   describe.each(BUILT)('%s', (dir) => {
@@ -356,9 +355,7 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
       expect(deployment.spec?.replicas).toBeGreaterThanOrEqual(2);
       expect(envVar(sidecar, 'SLUICE_REDIS_URL')).toBeDefined();
       const podLabels = deployment.spec?.template.metadata?.labels;
-      const pdbs = byKind<IPodDisruptionBudget>(objects, 'PodDisruptionBudget').filter((p) =>
-        labelsMatch(p.spec?.selector?.matchLabels, podLabels),
-      );
+      const pdbs = byKind<IPodDisruptionBudget>(objects, 'PodDisruptionBudget').filter((p) => labelsMatch(p.spec?.selector?.matchLabels, podLabels));
       expect(pdbs).toHaveLength(1);
       expect(pdbs[0]!.spec?.minAvailable).toBe(1);
     });
@@ -473,9 +470,7 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
     expect(svc.spec?.ports?.map((p) => p.port)).toContain(Number(url.port || 6379));
     const redis = one<{ spec: { template: { metadata: { labels: Record<string, string> } } } }>(objects, 'Deployment', url.hostname);
     expect(labelsMatch(svc.spec?.selector, redis.spec.template.metadata.labels)).toBe(true);
-    const np = byKind<INetworkPolicy>(objects, 'NetworkPolicy').find((p) =>
-      labelsMatch(p.spec?.podSelector.matchLabels, redis.spec.template.metadata.labels),
-    );
+    const np = byKind<INetworkPolicy>(objects, 'NetworkPolicy').find((p) => labelsMatch(p.spec?.podSelector.matchLabels, redis.spec.template.metadata.labels));
     expect(np).toBeDefined();
     const peers = (np!.spec?.ingress ?? []).flatMap((r) => r.from ?? []);
     expect(peers.length).toBeGreaterThan(0);
@@ -501,7 +496,11 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
     expect(fromSecret('SLUICE_REDIS_SENTINEL_NAME')).toEqual({ name: NAMES.secret, key: 'redis-sentinel-name' });
     expect(fromSecret('SLUICE_RELAY_DB')).toEqual({ name: NAMES.secret, key: 'relay-db-url', optional: false });
     // Nothing else of the sidecar changes (but the image the reader names).
-    const rest = (c: IContainer) => ({ ...c, image: '', env: (c.env ?? []).filter((e) => !['SLUICE_REDIS_SENTINELS', 'SLUICE_REDIS_SENTINEL_NAME', 'SLUICE_RELAY_DB'].includes(e.name)) });
+    const rest = (c: IContainer) => ({
+      ...c,
+      image: '',
+      env: (c.env ?? []).filter((e) => !['SLUICE_REDIS_SENTINELS', 'SLUICE_REDIS_SENTINEL_NAME', 'SLUICE_RELAY_DB'].includes(e.name)),
+    });
     expect(rest(sidecar)).toEqual(rest(base));
     expect(sidecar.image).toBe(READER_VALUES.SLUICE_IMAGE);
   });
@@ -573,9 +572,7 @@ describe.skipIf(kubectlMode === 'skip')(BUILD_TITLE, () => {
     const strip = (c: IContainer): IContainer => ({
       ...c,
       image: '', // where the operator keeps the image
-      env: (c.env ?? [])
-        .filter((e) => !e.name.startsWith('SLUICE_REDIS_') && e.name !== 'SLUICE_RELAY_DB')
-        .sort((a, b) => a.name.localeCompare(b.name)),
+      env: (c.env ?? []).filter((e) => !e.name.startsWith('SLUICE_REDIS_') && e.name !== 'SLUICE_RELAY_DB').sort((a, b) => a.name.localeCompare(b.name)),
       // A relay on SQLite: its data volume, mounted read-only (checked above, with SLUICE_RELAY_DB).
       volumeMounts: (c.volumeMounts ?? []).filter((m) => !(m.readOnly && m.name === 'relay-data')),
     });

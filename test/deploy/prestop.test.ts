@@ -166,7 +166,10 @@ describe.concurrent("the relay's preStop hook drains sluice while the relay stil
     expect(JSON.parse(readFileSync(join(s.dir, DRAIN_DONE_FILE), 'utf8'))).toEqual({ forced: 0 });
     expect(s.relay.requests.map((r) => r.closedEarly)).toEqual([false]);
     // The access line may still be held (up to 50 ms) or in the pipe when the hook returns.
-    const line = await eventually(() => s.sluice.lines().find((l) => l.msg === 'request' && l.path === '/v1/chat/completions') ?? false, { timeoutMs: 1_000, what: 'the access line' });
+    const line = await eventually(() => s.sluice.lines().find((l) => l.msg === 'request' && l.path === '/v1/chat/completions') ?? false, {
+      timeoutMs: 1_000,
+      what: 'the access line',
+    });
     expect(line.decision).toBe('admitted');
 
     // Kubernetes stops the relay, then sends the sidecar SIGTERM: nothing is left, so it exits at once.
@@ -175,7 +178,10 @@ describe.concurrent("the relay's preStop hook drains sluice while the relay stil
     expect(Date.now() - t).toBeLessThan(SHUTDOWN_BUDGET.sluiceExitSeconds * 1000);
   }, 45_000);
 
-  it('a stream longer than drainSeconds is cut at the bound by sluice, logged and counted as drain_deadline, and only then does the hook return', async ({ expect, onTestFinished }) => {
+  it('a stream longer than drainSeconds is cut at the bound by sluice, logged and counted as drain_deadline, and only then does the hook return', async ({
+    expect,
+    onTestFinished,
+  }) => {
     const BOUND_S = 3;
     const s = await setUp(BOUND_S, 60, (fn) => onTestFinished(fn));
     const stream = openStream(s.sluice.url, s.key);
@@ -197,7 +203,10 @@ describe.concurrent("the relay's preStop hook drains sluice while the relay stil
     // The relay's request was aborted by sluice's cut, while the relay still ran.
     expect(s.relay.requests.map((r) => r.closedEarly)).toEqual([true]);
 
-    const line = await eventually(() => s.sluice.lines().find((l) => l.msg === 'request' && l.path === '/v1/chat/completions') ?? false, { timeoutMs: 1_000, what: 'the access line' });
+    const line = await eventually(() => s.sluice.lines().find((l) => l.msg === 'request' && l.path === '/v1/chat/completions') ?? false, {
+      timeoutMs: 1_000,
+      what: 'the access line',
+    });
     expect(line.decision).toBe('drain_deadline');
     expect(s.sluice.lines().find((l) => l.msg?.toString().startsWith('drain deadline passed'))).toMatchObject({ forced: 1, drainSeconds: BOUND_S });
     const text = await metricsText(s.sluice);

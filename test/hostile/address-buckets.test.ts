@@ -66,7 +66,7 @@ describe.each(STORE_KINDS)('per-IP limits count an address once, however it is w
     expect(await statuses(h, ['fe80::1%eth0', 'fe80::2%eth1', 'fe80::3', 'FE80::4%25'])).toEqual([200, 200, 200, 429]);
   });
 
-  it("counts an entry that names no address as the proxy that passed it, so garbage cannot make new budgets", async () => {
+  it('counts an entry that names no address as the proxy that passed it, so garbage cannot make new budgets', async () => {
     // 127.0.0.1 itself (the trusted proxy, no X-Forwarded-For) shares the bucket with whatever it passed that is not an address.
     const garbage = ['unknown', '1.2.3', 'not-an-address', '0x7f.1'];
     expect(await statuses(h, garbage)).toEqual([200, 200, 200, 429]);

@@ -95,7 +95,14 @@ describe('content-type confusion (issue #17, item 1): the model is read as the r
       ['/v1/chat/completions', undefined, '{"model":"vend-flash-free"}'],
       ['/v1/chat/completions', 'application/json; x=multipart/form-data', '{"model":"vend-flash-free"}'], // the generic read skips it
       ['/v1/responses', 'application/x-www-form-urlencoded', 'model=vend-flash-free&input=hi'],
-      ['/v1/videos', 'multipart/form-data; boundary=XyZ', multipart('XyZ', [['prompt', 'a cat'], ['model', FREE]])],
+      [
+        '/v1/videos',
+        'multipart/form-data; boundary=XyZ',
+        multipart('XyZ', [
+          ['prompt', 'a cat'],
+          ['model', FREE],
+        ]),
+      ],
       ['/pg/chat/completions', 'multipart/form-data; boundary=q', multipart('q', [['model', FREE]])],
       ['/pg/chat/completions', 'multipart/form-data', '{"model":"vend-flash-free"}'], // no boundary: new-api reads it as JSON
       ['/v1/audio/transcriptions', 'multipart/form-data; boundary=a', multipart('a', [['model', FREE]])],
@@ -124,10 +131,24 @@ describe('model routes outside /v1 and /v1beta (issue #17, item 2): every route 
 
   const routes: Array<[label: string, method: string, path: string, ct: string | undefined, body: string | undefined, model: string]> = [
     ['the playground', 'POST', '/pg/chat/completions', 'application/json', '{"model":"vend-flash-free","messages":[]}', FREE],
-    ['legacy engine embeddings (the body wins over the path)', 'POST', '/v1/engines/text-embedding-3-small/embeddings', 'application/json', '{"model":"vend-flash-free","input":"x"}', FREE],
+    [
+      'legacy engine embeddings (the body wins over the path)',
+      'POST',
+      '/v1/engines/text-embedding-3-small/embeddings',
+      'application/json',
+      '{"model":"vend-flash-free","input":"x"}',
+      FREE,
+    ],
     ['realtime (?model=)', 'GET', '/v1/realtime?model=vend-flash-free', undefined, undefined, FREE],
     ['a Gemini path the distributor reads as a video task', 'POST', '/v1beta/models/gemini-pro/v1/videos', 'application/json', '{"model":"vend-flash-free"}', FREE],
-    ['video generations, multipart with an unquoted field name (Go reads it)', 'POST', '/v1/video/generations', 'multipart/form-data; boundary=vg', '--vg\r\nContent-Disposition: form-data; name=model\r\n\r\nvend-flash-free\r\n--vg--\r\n', FREE],
+    [
+      'video generations, multipart with an unquoted field name (Go reads it)',
+      'POST',
+      '/v1/video/generations',
+      'multipart/form-data; boundary=vg',
+      '--vg\r\nContent-Disposition: form-data; name=model\r\n\r\nvend-flash-free\r\n--vg--\r\n',
+      FREE,
+    ],
     ['Kling', 'POST', '/kling/v1/videos/text2video', 'application/json', '{"model":"kling-free","prompt":"x"}', 'kling-free'],
     ['Jimeng', 'POST', '/jimeng/?Action=CVSync2AsyncSubmitTask&Version=2022-08-31', 'application/json', '{"req_key":"jimeng-free","model":"jimeng-free"}', 'jimeng-free'],
     ['Suno (suno_ and the action)', 'POST', '/suno/submit/song-free', 'application/json', '{"prompt":"x"}', 'suno_song-free'],
@@ -147,8 +168,7 @@ describe('model routes outside /v1 and /v1beta (issue #17, item 2): every route 
 
   it('the playground refuses once the free tier is spent, like /v1/chat/completions', async () => {
     const { key } = await freshUser(h, 'pg');
-    const call = () =>
-      request(h.url, 'POST', '/pg/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash-free","messages":[]}' });
+    const call = () => request(h.url, 'POST', '/pg/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash-free","messages":[]}' });
     for (let i = 0; i < 20; i++) expect((await call()).status).toBe(200);
     const refused = await call();
     expect(refused.status).toBe(429);

@@ -50,8 +50,13 @@ describe('the config file behind a ConfigMap symlink (sluice as its own process)
   const failures = async (): Promise<number> => metricValue(await metricsText(child), 'sluice_config_reloads_total', { result: 'failure' }) ?? 0;
   const successes = async (): Promise<number> => metricValue(await metricsText(child), 'sluice_config_reloads_total', { result: 'success' }) ?? 0;
   const perMinute = async (): Promise<number> =>
-    ((await (await fetch(`${child.adminUrl}/admin/config`, { headers: { authorization: `Bearer ${CHILD_ADMIN_TOKEN}` } })).json()) as { freeTier: { perMinute: number } }).freeTier.perMinute;
-  const rejections = (): string[] => child.lines().filter((l) => l.msg === 'config reload rejected; keeping the running config').map((l) => String(l.err));
+    ((await (await fetch(`${child.adminUrl}/admin/config`, { headers: { authorization: `Bearer ${CHILD_ADMIN_TOKEN}` } })).json()) as { freeTier: { perMinute: number } }).freeTier
+      .perMinute;
+  const rejections = (): string[] =>
+    child
+      .lines()
+      .filter((l) => l.msg === 'config reload rejected; keeping the running config')
+      .map((l) => String(l.err));
   /** The reason logged for the rejection after the first `seen` (log lines are held up to 50 ms). */
   function rejection(seen: number): Promise<string> {
     return eventually(() => rejections()[seen] ?? false, { timeoutMs: 2000, intervalMs: 20, what: 'the rejection to be logged' });
@@ -138,7 +143,9 @@ describe('at start-up', () => {
   it('a FIFO or a file over 1 MiB stops sluice with exit 78 and a message that says why', async () => {
     const fifo = join(dir, 'fifo.yaml');
     execFileSync('mkfifo', [fifo]);
-    await expect(startChildSluice({ relayUrl: relay.url, env: { SLUICE_CONFIG: fifo } })).rejects.toThrow(/exit 78\).*configuration error: config file \S+ is a FIFO, not a regular file/);
+    await expect(startChildSluice({ relayUrl: relay.url, env: { SLUICE_CONFIG: fifo } })).rejects.toThrow(
+      /exit 78\).*configuration error: config file \S+ is a FIFO, not a regular file/,
+    );
     const big = join(dir, 'big.yaml');
     writeFileSync(big, hugeConfig(2 * MiB));
     await expect(startChildSluice({ relayUrl: relay.url, env: { SLUICE_CONFIG: big } })).rejects.toThrow(/exit 78\).*config file \S+ is \d+ bytes, over the 1048576 bytes/);

@@ -48,7 +48,14 @@ describe('a Connection header naming a field sluice judges by', () => {
   it('refuses `Connection: content-encoding` on a gzip body', async () => {
     const { key } = await freshUser(h, 'conn-ce');
     const r = await call(
-      ['POST /v1/chat/completions HTTP/1.1', 'Host: sluice', `Authorization: Bearer ${key}`, 'Content-Type: application/json', 'Content-Encoding: gzip', 'Connection: content-encoding'],
+      [
+        'POST /v1/chat/completions HTTP/1.1',
+        'Host: sluice',
+        `Authorization: Bearer ${key}`,
+        'Content-Type: application/json',
+        'Content-Encoding: gzip',
+        'Connection: content-encoding',
+      ],
       gzipSync(JSON.stringify({ model: FREE })),
     );
     expectRefused(r, 'content-encoding');
@@ -76,12 +83,7 @@ describe('a Connection header naming a field sluice judges by', () => {
   it('passes ordinary Connection headers: keep-alive, close, upgrade, a custom field (which the relay does not get)', async () => {
     const { key } = await freshUser(h, 'conn-ok');
     const body = JSON.stringify({ model: 'gpt-4o', messages: [] });
-    for (const extra of [
-      ['Connection: keep-alive'],
-      ['Connection: close'],
-      ['Connection: Upgrade', 'Upgrade: websocket'],
-      ['Connection: x-trace, close', 'X-Trace: 1'],
-    ]) {
+    for (const extra of [['Connection: keep-alive'], ['Connection: close'], ['Connection: Upgrade', 'Upgrade: websocket'], ['Connection: x-trace, close', 'X-Trace: 1']]) {
       h.relay.reset();
       const r = await call(['POST /v1/chat/completions HTTP/1.1', 'Host: sluice', `Authorization: Bearer ${key}`, 'Content-Type: application/json', ...extra], body);
       expect({ extra, status: r.status }).toEqual({ extra, status: 200 });

@@ -53,7 +53,13 @@ const verdicts: Verdict[] = [];
 
 beforeAll(async () => {
   const u = new URL(inject('mysqlAdminUrl'));
-  db = await mysql.createConnection({ host: u.hostname, port: Number(u.port || 3306), user: decodeURIComponent(u.username), password: decodeURIComponent(u.password), charset: 'utf8mb4' });
+  db = await mysql.createConnection({
+    host: u.hostname,
+    port: Number(u.port || 3306),
+    user: decodeURIComponent(u.username),
+    password: decodeURIComponent(u.password),
+    charset: 'utf8mb4',
+  });
   database = `${inject('dbPrefix')}${process.pid}_spellings`;
   await db.query(`CREATE DATABASE \`${database}\` DEFAULT CHARACTER SET utf8mb4`);
   collations = await availableCollations(db);

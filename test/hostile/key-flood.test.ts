@@ -143,7 +143,7 @@ describe('a random-key flood from one address, in front of a relay whose keys ar
   });
 });
 
-describe("a valid key with a random suffix each time, from one address, in front of a relay whose keys are in PostgreSQL (sluice as its own process)", () => {
+describe('a valid key with a random suffix each time, from one address, in front of a relay whose keys are in PostgreSQL (sluice as its own process)', () => {
   const SUFFIX_FLOOD_MS = 3000;
   let relay: RelayStandin;
   let fx: RelayDbFixture;

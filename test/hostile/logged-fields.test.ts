@@ -72,7 +72,9 @@ describe('fields taken from the request are logged bounded (sluice as its own pr
     await eventually(() => accessLines().length >= seen + n, { timeoutMs: 10_000, intervalMs: 50, what: 'every access line' });
     const written = child.stdout().bytes - before;
     const { peak } = child.memory();
-    console.info(`[logged fields] ${n} requests of ${body.length} B gzip: ${written} B of log, longest line ${child.stdout().longestLine} B; RSS idle ${(idle / MiB).toFixed(0)} MiB, peak ${(peak / MiB).toFixed(0)} MiB`);
+    console.info(
+      `[logged fields] ${n} requests of ${body.length} B gzip: ${written} B of log, longest line ${child.stdout().longestLine} B; RSS idle ${(idle / MiB).toFixed(0)} MiB, peak ${(peak / MiB).toFixed(0)} MiB`,
+    );
     expect(written, 'bytes of log the requests wrote').toBeLessThan(n * 1024);
     const lines = accessLines().slice(seen);
     expect(lines).toHaveLength(n);

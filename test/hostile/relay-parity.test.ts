@@ -125,7 +125,10 @@ describe('CORS preflights (issue #17, item 8)', () => {
     expect(free.headers['ratelimit']).toBeDefined();
     expect(cors(free)).toEqual({ ...cors(straight), 'access-control-expose-headers': 'ratelimit-policy, ratelimit' });
     // Same-origin (no Origin): nothing to expose, nothing added.
-    const plain = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"model":"vend-flash-free","messages":[]}' });
+    const plain = await request(h.url, 'POST', '/v1/chat/completions', {
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: '{"model":"vend-flash-free","messages":[]}',
+    });
     expect(plain.status).toBe(200);
     expect(cors(plain)).toEqual({});
   });

@@ -91,7 +91,10 @@ describe('a relay that answers 101 Switching Protocols to an ordinary request', 
     expect(r.headers['x-oneapi-request-id']).toBeDefined();
     await eventually(() => expect(relay.closed).toBeGreaterThan(closedBefore), { timeoutMs: 2000, intervalMs: 20 });
     await sleep(100);
-    const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const reqId = r.headers['x-oneapi-request-id'];
     expect(lines.find((l) => l.reqId === reqId && l.msg === 'relay request failed')).toMatchObject({ err: expect.stringContaining('101 Switching Protocols') as string });
     expect(lines.find((l) => l.reqId === reqId && l.msg === 'request')).toMatchObject({ decision: 'upstream_error', status: 502 });

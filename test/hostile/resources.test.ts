@@ -117,7 +117,9 @@ describe('memory: request bodies in flight (sluice as its own process)', () => {
     // of open streams (docs/operations.md, Sizing).
     const { peak } = child.memory();
     const room = limit - MAX_CONNECTIONS_CAP * STREAM_BYTES;
-    console.info(`[hostile memory] idle ${(idle / MiB).toFixed(1)} MiB, peak ${(peak / MiB).toFixed(1)} MiB, limit ${limit / MiB} MiB, room for bodies ${(room / MiB).toFixed(0)} MiB`);
+    console.info(
+      `[hostile memory] idle ${(idle / MiB).toFixed(1)} MiB, peak ${(peak / MiB).toFixed(1)} MiB, limit ${limit / MiB} MiB, room for bodies ${(room / MiB).toFixed(0)} MiB`,
+    );
     expect(peak, `peak RSS ${(peak / MiB).toFixed(0)} MiB (idle ${(idle / MiB).toFixed(0)} MiB) against ${(room / MiB).toFixed(0)} MiB`).toBeLessThan(room);
 
     // Each answer is one of: forwarded, too large once decoded, or the budget's 503 in the relay's JSON shape.
@@ -193,7 +195,7 @@ describe('the bodies budget', () => {
     return out;
   }
 
-  it('answers 503 gateway_busy with Retry-After, in the relay\'s JSON shape, to a body the bodies in flight leave no room for, forwards nothing of it, and lets the others finish', async () => {
+  it("answers 503 gateway_busy with Retry-After, in the relay's JSON shape, to a body the bodies in flight leave no room for, forwards nothing of it, and lets the others finish", async () => {
     const stalled = await stallFour();
     // Declared larger than what is free (1 MiB - 800,000 = 248,576 bytes): refused before a byte of it is read.
     const refused = await post(port(), '/v1/responses', auth(), jsonBody(300_000));
@@ -294,7 +296,7 @@ describe('the bodies budget, toward a client that closes its connection', () => 
       c.socket.write(Buffer.concat([Buffer.from(head(body.length, 'Connection: close\r\n')), body]));
       await c.waitFor(/(?!)/, 5_000); // until sluice closes the connection
       expect(c.closed).toBe(true);
-      expect(errors, 'the client\'s writes never fail').toEqual([]);
+      expect(errors, "the client's writes never fail").toEqual([]);
       expect(finalStatus(c.text())).toBe(503);
       expect(answerJson(c.text())).toMatchObject({ error: { code: 'gateway_busy', type: 'new_api_error' } });
     }
@@ -425,7 +427,10 @@ describe('a refused client keeping its connection', () => {
 
   it('cannot hold its connection by sending the rest of a small refused body slowly: a wrong key answered 401 is closed once the headers timeout passes without the rest', async () => {
     const started = Date.now();
-    const c = await openRaw(Number(new URL(h.url).port), 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong\r\nContent-Length: 1000\r\n\r\n{"model":');
+    const c = await openRaw(
+      Number(new URL(h.url).port),
+      'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong\r\nContent-Length: 1000\r\n\r\n{"model":',
+    );
     open.push(c);
     // A byte now and then, never the whole body.
     const drip = setInterval(() => c.write(' '), 200);
@@ -461,8 +466,11 @@ describe('timeouts', () => {
     expect(c.closed).toBe(true);
   });
 
-  it('answers 408 request_timeout in the relay\'s JSON shape to a body that does not arrive within the request timeout, and forwards nothing', async () => {
-    const c = await openRaw(port(), `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model":`);
+  it("answers 408 request_timeout in the relay's JSON shape to a body that does not arrive within the request timeout, and forwards nothing", async () => {
+    const c = await openRaw(
+      port(),
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model":`,
+    );
     open.push(c);
     const text = await c.waitFor(/\}\}$/, 5_000);
     expect(finalStatus(text)).toBe(408);
@@ -535,7 +543,7 @@ describe('Expect: 100-continue', () => {
     expect(h.relay.started).toBe(0);
   });
 
-  it('answers the per-IP limit\'s 429 without inviting the body', async () => {
+  it("answers the per-IP limit's 429 without inviting the body", async () => {
     const first = await openRaw(port(), head('/api/thing', key, 2));
     open.push(first);
     expect(await first.waitFor(/100 Continue/, 3_000)).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n/);

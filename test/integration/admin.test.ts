@@ -92,7 +92,8 @@ describe('readiness and the store', () => {
     const storeUp = async () => /^sluice_store_up (\d)$/m.exec(await (await fetch(`${h.adminUrl}/metrics`)).text())?.[1];
     try {
       const { key } = await h.createKey('ready-closed');
-      const call = (model: string) => fetch(`${h.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model }) });
+      const call = (model: string) =>
+        fetch(`${h.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model }) });
       expect((await call('vend-flash')).status).toBe(200); // the key is now known to this replica
       expect((await fetch(`${h.adminUrl}/readyz`)).status).toBe(200);
       expect(await storeUp()).toBe('1');
@@ -137,7 +138,11 @@ describe('readiness and the store', () => {
       expect(r.status).toBe(503);
       expect(await r.json()).toMatchObject({ checks: { store: { state: 'starting', error: expect.any(String) } } });
       Object.assign(redis, await spawnRedis({ port }));
-      await eventually(async () => (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status === 200, { timeoutMs: 8000, intervalMs: 100, what: 'readiness after Redis started' });
+      await eventually(async () => (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status === 200, {
+        timeoutMs: 8000,
+        intervalMs: 100,
+        what: 'readiness after Redis started',
+      });
     } finally {
       await sluice.close();
       await redis.kill();
@@ -146,8 +151,7 @@ describe('readiness and the store', () => {
 });
 
 describe('the sluice command line', () => {
-  const cli = (args: string[], env: Record<string, string> = {}) =>
-    run('node', ['bin/sluice.js', ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
+  const cli = (args: string[], env: Record<string, string> = {}) => run('node', ['bin/sluice.js', ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
 
   it('runs as an executable through its shebang, which carries the Node flags sluice is meant to run with, as npm run sluice does', async () => {
     const shebang = readFileSync('bin/sluice.js', 'utf8').split('\n')[0];
@@ -173,9 +177,9 @@ describe('the sluice command line', () => {
     const prefix = uniquePrefix('cli');
     const dir = mkdtempSync('/tmp/sluice-cli-');
     writeFileSync(`${dir}/config.yaml`, `redis:\n  keyPrefix: "${prefix}"\n`);
-    const created = JSON.parse(
-      (await cli(['keys', 'create', '--user', 'prefixed'], { SLUICE_REDIS_URL: inject('redisUrl'), SLUICE_CONFIG: `${dir}/config.yaml` })).stdout,
-    ) as { key: string };
+    const created = JSON.parse((await cli(['keys', 'create', '--user', 'prefixed'], { SLUICE_REDIS_URL: inject('redisUrl'), SLUICE_CONFIG: `${dir}/config.yaml` })).stdout) as {
+      key: string;
+    };
     const h = await startHarness({ store: 'redis', prefix });
     try {
       const r = await fetch(`${h.url}/v1/models`, { headers: { authorization: `Bearer ${created.key}` } });

@@ -17,7 +17,14 @@ interface Endpoint {
 const ENDPOINTS: Endpoint[] = [
   { name: 'chat', method: 'POST', path: '/v1/chat/completions', body: '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}', xApiKey: false, xGoog: false },
   { name: 'responses', method: 'POST', path: '/v1/responses', body: '{"model":"gpt-4o","input":"hi"}', xApiKey: false, xGoog: false },
-  { name: 'messages', method: 'POST', path: '/v1/messages', body: '{"model":"claude-haiku-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}', xApiKey: true, xGoog: false },
+  {
+    name: 'messages',
+    method: 'POST',
+    path: '/v1/messages',
+    body: '{"model":"claude-haiku-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}',
+    xApiKey: true,
+    xGoog: false,
+  },
   { name: 'models', method: 'GET', path: '/v1/models', xApiKey: true, xGoog: false },
   { name: 'model by id', method: 'GET', path: '/v1/models/gpt-4o', xApiKey: true, xGoog: false },
   { name: 'gemini', method: 'POST', path: '/v1beta/models/gemini-2.0-flash:generateContent', body: '{"contents":[{"parts":[{"text":"hi"}]}]}', xApiKey: false, xGoog: true },
@@ -81,7 +88,11 @@ describe.each(STORE_KINDS)('authentication on the %s store', (kind) => {
       expect((await send(e, { authorization: `Bearer ${bad}`, ...(e.xApiKey ? { 'x-api-key': key } : {}), ...(e.xGoog ? { 'x-goog-api-key': key } : {}) })).status).toBe(401);
       // A repeated key header is ambiguous, whichever line holds the valid key: Node would keep only
       // the first Authorization line, so a wrong second one must not go unseen.
-      for (const pair of [[`Bearer ${key}`, `Bearer ${bad}`], [`Bearer ${bad}`, `Bearer ${key}`], [`Bearer ${key}`, `Bearer ${key}`]]) {
+      for (const pair of [
+        [`Bearer ${key}`, `Bearer ${bad}`],
+        [`Bearer ${bad}`, `Bearer ${key}`],
+        [`Bearer ${key}`, `Bearer ${key}`],
+      ]) {
         expect((await send(e, Object.fromEntries([['authorization', pair]]))).status, pair.map((v) => v.slice(7, 12)).join(' then ')).toBe(401);
       }
       if (e.xApiKey) expect((await send(e, { 'x-api-key': [key, bad] })).status).toBe(401);

@@ -90,7 +90,10 @@ describe('sluice: usage and help', () => {
   });
 
   it('refuses a key on the command line for a lookup: argv shows in ps', async () => {
-    for (const args of [['keys', 'lookup', 'sk-abcdefghijklmnop'], ['keys', 'lookup', '--key', 'sk-abcdefghijklmnop']]) {
+    for (const args of [
+      ['keys', 'lookup', 'sk-abcdefghijklmnop'],
+      ['keys', 'lookup', '--key', 'sk-abcdefghijklmnop'],
+    ]) {
       const r = await sluice(args);
       expect(r.code).toBe(2);
       expect(r.stderr).toContain('standard input');
@@ -117,7 +120,7 @@ describe('sluice keys lookup and limits, directly on Redis', () => {
     await fx?.drop();
   });
 
-  it("reads the key from standard input and names its source, id and user, or why it is refused; the key is never printed", async () => {
+  it('reads the key from standard input and names its source, id and user, or why it is refused; the key is never printed', async () => {
     const user = await fx.addUser();
     const relayKey = await fx.addToken(user, { remain_quota: 0 });
     const registry = await h.createKey('cli-owner');
@@ -138,7 +141,8 @@ describe('sluice keys lookup and limits, directly on Redis', () => {
 
   it('shows a refused user and resets them; the running sidecar admits the next call at once', async () => {
     const { user, key } = await freshUser(h, 'cli-blocked');
-    const call = () => request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'vend-flash-free', messages: [] }) });
+    const call = () =>
+      request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'vend-flash-free', messages: [] }) });
     expect((await call()).status).toBe(200);
     expect((await call()).status).toBe(429); // remembered by the sidecar from now on
     const shown = await sluice(['limits', 'show', '--user', user], env);
@@ -174,7 +178,8 @@ describe('sluice keys lookup and limits, through the admin API (the embedded sto
 
   it('looks a key up and unblocks a user as the direct commands do', async () => {
     const { user, key } = await freshUser(h, 'api-blocked');
-    const call = () => request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'vend-flash-free', messages: [] }) });
+    const call = () =>
+      request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'vend-flash-free', messages: [] }) });
     const found = await sluice(['keys', 'lookup', '--admin-url', h.adminUrl], { SLUICE_ADMIN_TOKEN: ADMIN_TOKEN }, key);
     expect(found.code, found.stderr).toBe(0);
     expect(JSON.parse(found.stdout)).toMatchObject({ user, source: 'registry', valid: true, reason: null });

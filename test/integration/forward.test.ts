@@ -176,7 +176,15 @@ describe.each(STORE_KINDS)('forwarding on the %s store', (kind) => {
       headers: { 'x-custom': 'yes', 'set-cookie': ['a=1', 'b=2'], 'x-ratelimit-remaining-requests': '7', connection: 'x-drop-me', 'x-drop-me': '1', 'keep-alive': 'timeout=5' },
     });
     const r = await request(h.url, 'POST', '/v1/chat/completions', {
-      headers: { ...auth(), 'content-type': 'application/json', connection: 'keep-alive, x-secret-hop', 'x-secret-hop': '1', te: 'trailers', 'proxy-authorization': 'Basic eA==', 'anthropic-beta': 'b1' },
+      headers: {
+        ...auth(),
+        'content-type': 'application/json',
+        connection: 'keep-alive, x-secret-hop',
+        'x-secret-hop': '1',
+        te: 'trailers',
+        'proxy-authorization': 'Basic eA==',
+        'anthropic-beta': 'b1',
+      },
       body: '{"model":"gpt-4o"}',
     });
     expect(r.status).toBe(418);

@@ -92,9 +92,7 @@ describe.each(STORE_KINDS)('free tier on the %s store', (kind) => {
     expect(answers.map((r) => r.status)).toEqual(Array(5).fill(429));
     expect(answers.map((r) => r.headers['retry-after'])).toEqual(['60', '58', '56', '54', '52']);
     const dayReset = Number(/"free-day";r=80;t=(\d+)$/.exec(String(answers[0]!.headers['ratelimit']))?.[1]);
-    expect(answers.map((r) => r.headers['ratelimit'])).toEqual(
-      [60, 58, 56, 54, 52].map((t) => `"free-window";r=0;t=${t}, "free-day";r=80;t=${dayReset - (60 - t)}`),
-    );
+    expect(answers.map((r) => r.headers['ratelimit'])).toEqual([60, 58, 56, 54, 52].map((t) => `"free-window";r=0;t=${t}, "free-day";r=80;t=${dayReset - (60 - t)}`));
     for (const r of answers) expect(LIMIT_BODY.exec(r.text)?.[1]).toBe('free_tier_rate_limited');
     clock.advance(50_000); // t = 60 s: the 20 calls leave the window together
     expect((await chat(k, FREE)).status).toBe(200);
@@ -142,7 +140,11 @@ describe.each(STORE_KINDS)('free tier on the %s store', (kind) => {
       () => chat(k, FREE),
       () => chat(k2, FREE2),
       () => request(h.url, 'POST', '/v1/responses', { headers: { authorization: `Bearer ${k}` }, body: JSON.stringify({ model: FREE3, input: 'hi' }) }),
-      () => request(h.url, 'POST', '/v1/messages', { headers: { 'x-api-key': k2, 'anthropic-version': '2023-06-01' }, body: JSON.stringify({ model: FREE, max_tokens: 5, messages: [] }) }),
+      () =>
+        request(h.url, 'POST', '/v1/messages', {
+          headers: { 'x-api-key': k2, 'anthropic-version': '2023-06-01' },
+          body: JSON.stringify({ model: FREE, max_tokens: 5, messages: [] }),
+        }),
       () => request(h.url, 'POST', `/v1beta/models/${FREE2}:generateContent`, { headers: { 'x-goog-api-key': k }, body: '{"contents":[]}' }),
     ];
     for (let i = 0; i < 20; i++) expect((await calls[i % calls.length]!()).status).toBe(200);
@@ -184,8 +186,7 @@ describe.each(STORE_KINDS)('free tier on the %s store', (kind) => {
     const small = await startHarness({ store: kind, clock, file: { freeTier: { perDay: 3 } }, relay: h.relay });
     try {
       const k = (await small.createKey(`day-${kind}`)).key;
-      const call = () =>
-        request(small.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${k}` }, body: JSON.stringify({ model: FREE }) });
+      const call = () => request(small.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${k}` }, body: JSON.stringify({ model: FREE }) });
       // 23:59:00 UTC = 07:59 Beijing: UTC midnight in one minute must not reset anything.
       clock.set(Date.UTC(2026, 2, 10, 23, 59, 0));
       for (let i = 0; i < 3; i++) expect((await call()).status).toBe(200);

@@ -99,7 +99,16 @@ describe('POST /admin/keys/lookup', () => {
     const t = await fx.addToken(user);
     await answerFor(`sk-${t.key}`);
     const line = logs.lines.filter((l) => l.action === 'keys.lookup').at(-1);
-    expect(line).toMatchObject({ msg: 'admin action', level: 30, admin: tokenFingerprint(ADMIN_TOKEN), keyId: String(t.id), user: String(user), source: 'relay-db', valid: true, status: 200 });
+    expect(line).toMatchObject({
+      msg: 'admin action',
+      level: 30,
+      admin: tokenFingerprint(ADMIN_TOKEN),
+      keyId: String(t.id),
+      user: String(user),
+      source: 'relay-db',
+      valid: true,
+      status: 200,
+    });
     const text = logs.text();
     for (const key of looked.filter((k) => k.length > 3)) expect(text).not.toContain(key.replace(/^sk-/, '').replace(/-7$/, ''));
     expect(text).not.toContain(ADMIN_TOKEN);

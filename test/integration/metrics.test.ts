@@ -101,7 +101,12 @@ describe('a fresh sluice exports its series at 0', () => {
       await sleep(50);
       text = await metricsText(h);
     }
-    expect(notZero(text, [['sluice_degraded_decisions_total', { limit: 'ip:status' }], ['sluice_shadow_rejections_total', { limit: 'ip:status', reason: 'window' }]])).toEqual([]);
+    expect(
+      notZero(text, [
+        ['sluice_degraded_decisions_total', { limit: 'ip:status' }],
+        ['sluice_shadow_rejections_total', { limit: 'ip:status', reason: 'window' }],
+      ]),
+    ).toEqual([]);
     expect(metricValue(text, 'sluice_config_last_reload_successful')).toBe(1);
     expect(metricValue(text, 'sluice_requests_total', { family: 'api', outcome: 'ip_limited' })).toBe(0);
     await fetch(`${h.url}/api/status`);

@@ -16,7 +16,13 @@ let db: mysql.Connection;
 
 beforeAll(async () => {
   const u = new URL(inject('mysqlAdminUrl'));
-  db = await mysql.createConnection({ host: u.hostname, port: Number(u.port || 3306), user: decodeURIComponent(u.username), password: decodeURIComponent(u.password), charset: 'utf8mb4' });
+  db = await mysql.createConnection({
+    host: u.hostname,
+    port: Number(u.port || 3306),
+    user: decodeURIComponent(u.username),
+    password: decodeURIComponent(u.password),
+    charset: 'utf8mb4',
+  });
 });
 afterAll(() => db?.end());
 

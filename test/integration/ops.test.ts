@@ -38,7 +38,8 @@ describe('config hot reload through a ConfigMap symlink swap', () => {
   });
   afterAll(() => h.close());
 
-  const effective = async () => (await (await fetch(`${h.adminUrl}/admin/config`, { headers: adminAuth })).json()) as { freeTier: { perMinute: number }; upstream: { url: string } };
+  const effective = async () =>
+    (await (await fetch(`${h.adminUrl}/admin/config`, { headers: adminAuth })).json()) as { freeTier: { perMinute: number }; upstream: { url: string } };
 
   it('applies a valid new file within 2 s, and keeps the old one when the new file is invalid', async () => {
     expect((await effective()).freeTier.perMinute).toBe(20);
@@ -243,11 +244,15 @@ describe('draining', () => {
       h.relay.behave(() => true, { sseIntervalMs: 150, sseEvents: 6 });
       let events = 0;
       const stream = new Promise<string>((resolve) => {
-        const req = http.request(`${h.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, agent: false }, (res) => {
-          res.on('data', (c: Buffer) => (events += (c.toString().match(/^data:/gm) ?? []).length));
-          res.on('end', () => resolve(res.complete ? 'complete' : 'cut'));
-          res.on('error', () => resolve('cut'));
-        });
+        const req = http.request(
+          `${h.url}/v1/chat/completions`,
+          { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, agent: false },
+          (res) => {
+            res.on('data', (c: Buffer) => (events += (c.toString().match(/^data:/gm) ?? []).length));
+            res.on('end', () => resolve(res.complete ? 'complete' : 'cut'));
+            res.on('error', () => resolve('cut'));
+          },
+        );
         req.end('{"model":"gpt-4o","stream":true}');
       });
       await sleep(200);
@@ -268,12 +273,16 @@ describe('draining', () => {
       const { key } = await h.createKey('drain2');
       h.relay.behave(() => true, { sseIntervalMs: 500, sseEvents: 100 });
       const stream = new Promise<string>((resolve) => {
-        const req = http.request(`${h.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, agent: false }, (res) => {
-          res.resume();
-          res.on('end', () => resolve('end'));
-          res.on('error', () => resolve('cut'));
-          res.on('close', () => resolve(res.complete ? 'end' : 'cut'));
-        });
+        const req = http.request(
+          `${h.url}/v1/chat/completions`,
+          { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, agent: false },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve('end'));
+            res.on('error', () => resolve('cut'));
+            res.on('close', () => resolve(res.complete ? 'end' : 'cut'));
+          },
+        );
         req.on('error', () => resolve('cut'));
         req.end('{"model":"gpt-4o","stream":true}');
       });

@@ -95,7 +95,11 @@ describe('a Sentinel failover under traffic', () => {
       await sentinels.ask(['failover', sentinels.name]);
       await eventually(async () => (await sentinels.masterPort()) === replica.port, { timeoutMs: 15_000, intervalMs: 100, what: 'the sentinels to promote the replica' });
       // Traffic goes on until sluice takes decisions on the new master, and a while after.
-      await eventually(async () => /cmdstat_evalsha:calls=\d+/.test(await info(replica.port, 'commandstats')), { timeoutMs: 15_000, intervalMs: 100, what: 'sluice to decide on the new master' });
+      await eventually(async () => /cmdstat_evalsha:calls=\d+/.test(await info(replica.port, 'commandstats')), {
+        timeoutMs: 15_000,
+        intervalMs: 100,
+        what: 'sluice to decide on the new master',
+      });
       await sleep(1500);
     } finally {
       running = false;
@@ -108,7 +112,9 @@ describe('a Sentinel failover under traffic', () => {
     const counted = async (): Promise<number[][]> =>
       Promise.all(
         users.map(async (u) => {
-          const s = (await (await fetch(`${h.adminUrl}/admin/users/${u}/limits`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { freeTier: { day: { used: number }; window: { used: number } } };
+          const s = (await (await fetch(`${h.adminUrl}/admin/users/${u}/limits`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as {
+            freeTier: { day: { used: number }; window: { used: number } };
+          };
           return [s.freeTier.day.used, s.freeTier.window.used];
         }),
       );

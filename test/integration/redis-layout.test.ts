@@ -39,14 +39,7 @@ describe('the Redis layout a previous version reads', () => {
     const names = (await redis.keys(`${prefix}*`)).map((k) => k.slice(prefix.length)).sort();
     const hash = createHash('sha256').update(key.slice('sk-'.length)).digest('hex');
     expect(names).toEqual(
-      [
-        `{ip:127.0.0.1}:usage-query`,
-        `{keys}:h:${hash}`,
-        `{keys}:id:${id}`,
-        `{keys}:u:layout-user`,
-        `{u:layout-user}:ft:d:2026-03-10`,
-        `{u:layout-user}:ft:w`,
-      ].sort(),
+      [`{ip:127.0.0.1}:usage-query`, `{keys}:h:${hash}`, `{keys}:id:${id}`, `{keys}:u:layout-user`, `{u:layout-user}:ft:d:2026-03-10`, `{u:layout-user}:ft:w`].sort(),
     );
     const at = (name: string): string => `${prefix}${name}`;
 

@@ -98,7 +98,10 @@ describe('Redis frozen for 30 s under traffic, two replicas', () => {
     } finally {
       redis.resume();
     }
-    expect(readyz.every((s) => s === 200), `readyz samples: ${readyz.join(',')}`).toBe(true);
+    expect(
+      readyz.every((s) => s === 200),
+      `readyz samples: ${readyz.join(',')}`,
+    ).toBe(true);
     expect(paid.every((s) => s === 200)).toBe(true);
     expect(free).toEqual(Array(18).fill(200)); // onStoreError: open admits, counted in each replica's memory
     expect(storeUp.slice(0, 2)).toEqual([1, 1]);
@@ -118,7 +121,10 @@ describe('Redis frozen for 30 s under traffic, two replicas', () => {
     // Settled or not, the checks below say what is missing.
     await eventually(settled, { timeoutMs: 5000, intervalMs: 200 }).catch(() => {});
     await sample();
-    expect(readyz.every((s) => s === 200), `readyz samples: ${readyz.join(',')}`).toBe(true);
+    expect(
+      readyz.every((s) => s === 200),
+      `readyz samples: ${readyz.join(',')}`,
+    ).toBe(true);
     expect(storeUp.slice(-2)).toEqual([1, 1]);
     // Every call decided during the freeze was sent, and ran once Redis woke: the replay finds each one counted already.
     expect(await totalOf('sluice_outage_replays_total', 'already_counted')).toBe(18);

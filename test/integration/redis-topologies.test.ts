@@ -94,7 +94,11 @@ describe('Redis Cluster', () => {
         c.disconnect();
       }
     };
-    await eventually(async () => (await Promise.all(nodes.map((n) => stateOk(n.url)))).every(Boolean), { timeoutMs: 15_000, intervalMs: 100, what: 'cluster_state:ok on every node' });
+    await eventually(async () => (await Promise.all(nodes.map((n) => stateOk(n.url)))).every(Boolean), {
+      timeoutMs: 15_000,
+      intervalMs: 100,
+      what: 'cluster_state:ok on every node',
+    });
     h = await startHarness({
       store: 'redis',
       storeFromConfig: true,

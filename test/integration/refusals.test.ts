@@ -30,7 +30,7 @@ describe('refusals remembered in front of Redis', () => {
 
   it('give the same verdicts as asking Redis every time, across window edges and days, with fewer decisions', async () => {
     let seed = 11;
-    const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const clock = new ManualClock(Date.UTC(2026, 2, 10, 15, 0, 0)); // 23:00 in Beijing
     const c = { ...DEFAULTS.freeTier, perMinute: 3, windowSeconds: 10, perDay: 25 };
     const counted = new CountingStore(stores[0]!);
@@ -53,7 +53,7 @@ describe('refusals remembered in front of Redis', () => {
 
   it('per-IP refusals give the same verdicts as asking Redis every time, also after the limit is lowered', async () => {
     let seed = 5;
-    const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const clock = new ManualClock(Date.UTC(2026, 5, 1));
     const rule = (limit: number) => ({ name: 'q', paths: ['/api/log/token'], limit, windowSeconds: 15, shadow: false });
     let limit = 5;

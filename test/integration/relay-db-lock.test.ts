@@ -206,7 +206,10 @@ describe.concurrent('the relay migrating: tokens locked for 30 s while unknown k
   // sluice, nor its close the server. The pool may open new connections only once the server has
   // ended the old ones: PostgreSQL by its own bounds, MariaDB by sluice's KILL.
   const STALL_LOCK_MS = 14_000;
-  for (const [dialect, name] of [['postgres', 'PostgreSQL'], ['mysql', 'MariaDB']] as const) {
+  for (const [dialect, name] of [
+    ['postgres', 'PostgreSQL'],
+    ['mysql', 'MariaDB'],
+  ] as const) {
     it(`${name}, sluice's connections cut off from the server mid-lock: still at most poolSize on the server`, async () => {
       const r = await underLock(dialect, QUERY_MS, { lockMs: STALL_LOCK_MS, stallAtMs: 3000 });
       console.log(`[${dialect} stalled at 3 s] connections/oldest statement per second: ${r.samples.map((s) => `${s.connections}/${s.oldestStatementMs}ms`).join(' ')}`);

@@ -154,8 +154,6 @@ describe.each(CASES)('a relay database user lacking a grant, on %s', (dialect, g
     const { ready } = await startAs(user);
     expect(ready.status).toBe(503);
     // MariaDB names the column (1143); PostgreSQL refuses the table (42501).
-    expect(String(ready.relayDb.error)).toContain(
-      dialect === 'mysql' ? `lacks SELECT on column "expired_time" of table "tokens"` : `lacks SELECT on table "tokens"`,
-    );
+    expect(String(ready.relayDb.error)).toContain(dialect === 'mysql' ? `lacks SELECT on column "expired_time" of table "tokens"` : `lacks SELECT on table "tokens"`);
   });
 });

@@ -34,7 +34,11 @@ async function countedSource(fx: RelayDbFixture, over: Partial<RelayKeySourceOpt
 
 const find = (s: RelayKeySource, key: string, background = false) => s.find(key, hashKey(key), background);
 
-const CASES: Array<[Dialect, RelayFlavour]> = [...DIALECTS.map((d): [Dialect, RelayFlavour] => [d, 'new-api']), ...DIALECTS.map((d): [Dialect, RelayFlavour] => [d, 'one-api']), ['postgres', 'new-api-char48']];
+const CASES: Array<[Dialect, RelayFlavour]> = [
+  ...DIALECTS.map((d): [Dialect, RelayFlavour] => [d, 'new-api']),
+  ...DIALECTS.map((d): [Dialect, RelayFlavour] => [d, 'one-api']),
+  ['postgres', 'new-api-char48'],
+];
 
 describe.each(CASES)('relay keys on %s (%s schema)', (dialect, flavour) => {
   let fx: RelayDbFixture;

@@ -42,7 +42,7 @@ function capturedLog() {
   return { log, lines };
 }
 
-describe.each(DIALECTS)("sluice in front of a relay whose keys are in its %s database", (dialect) => {
+describe.each(DIALECTS)('sluice in front of a relay whose keys are in its %s database', (dialect) => {
   let fx: RelayDbFixture;
   let h: Harness;
   let logs: ReturnType<typeof capturedLog>;

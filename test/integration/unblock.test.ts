@@ -97,7 +97,9 @@ describe('unblocking on every replica of one Redis', () => {
         ipLimits: { address: '2001:db8:0:7::99', bucket: '2001:db8:0:7::/64', rules: [{ name: 'query', limit: 2, windowSeconds: 600, used: 2, remaining: 0 }] },
       });
     }
-    const shown = (await (await fetch(`${b.adminUrl}/admin/ips/2001:db8:0:7::99/limits`, { headers: admin })).json()) as { ipLimits: { rules: Array<{ retryAfterSeconds: number }> } };
+    const shown = (await (await fetch(`${b.adminUrl}/admin/ips/2001:db8:0:7::99/limits`, { headers: admin })).json()) as {
+      ipLimits: { rules: Array<{ retryAfterSeconds: number }> };
+    };
     expect(shown.ipLimits.rules[0]!.retryAfterSeconds).toBeGreaterThan(590);
 
     const reset = await fetch(`${b.adminUrl}/admin/ips/2001:db8:0:7::1234/limits`, { method: 'DELETE', headers: admin });

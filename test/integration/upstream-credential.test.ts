@@ -88,7 +88,7 @@ describe('no upstream.credential: a registry key reaches the relay as itself', (
     await fx?.drop();
   });
 
-  it("a stock relay refuses a registry key it never issued (401 from the relay), and accepts its own token through sluice", async () => {
+  it('a stock relay refuses a registry key it never issued (401 from the relay), and accepts its own token through sluice', async () => {
     const { key } = await h.createKey('bob');
     const refused = await request(h.url, 'GET', '/v1/models', { headers: { authorization: `Bearer ${key}` } });
     expect(refused.status).toBe(401);

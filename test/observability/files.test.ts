@@ -16,17 +16,7 @@ import { Metrics } from '../../src/metrics/index.js';
 import { kubectlMode, KUBECTL, parseManifests } from '../deploy/k8s.js';
 import { selectors } from '../support/promql.js';
 import { prometheusRule, RULE_PATH } from '../../scripts/prometheus-rule.js';
-import {
-  alertRules,
-  allPanels,
-  dashboardQueries,
-  OBSERVABILITY,
-  PROMTOOL,
-  readAlertsText,
-  readDashboard,
-  ROOT,
-  warnMissing,
-} from '../support/observability.js';
+import { alertRules, allPanels, dashboardQueries, OBSERVABILITY, PROMTOOL, readAlertsText, readDashboard, ROOT, warnMissing } from '../support/observability.js';
 
 /** GitHub's anchors of a page's headings (lower case, punctuation dropped, spaces to hyphens). */
 function anchors(page: string): Set<string> {
@@ -55,9 +45,7 @@ function sluiceMetricNames(): string[] {
 
 describe('metric names read out of PromQL (test/support/promql.ts)', () => {
   it('finds selectors inside aggregations, functions and binary operators, and nothing else', () => {
-    const got = selectors(
-      'sum without (family, outcome) (rate(a_total{outcome=~"x|y",q="}"}[5m])) / on (instance) group_left max by (le) (b) > 0.05 and count(c offset 5m) # d',
-    );
+    const got = selectors('sum without (family, outcome) (rate(a_total{outcome=~"x|y",q="}"}[5m])) / on (instance) group_left max by (le) (b) > 0.05 and count(c offset 5m) # d');
     expect(got).toEqual([
       { name: 'a_total', text: 'a_total{outcome=~"x|y",q="}"}' },
       { name: 'b', text: 'b' },
@@ -86,13 +74,24 @@ describe('alert rules (deploy/observability/alerts.yaml)', () => {
 
   it('covers what the issue asks for', () => {
     const exprs = rules.map((r) => r.expr).join('\n');
-    for (const needle of ['sluice_store_up', 'sluice_relay_db_up', 'sluice_degraded_decisions_total', 'upstream_error', 'sluice_config_last_reload_successful', 'sluice_dropped_connections_total', 'sluice_max_connections', 'drain_deadline']) {
+    for (const needle of [
+      'sluice_store_up',
+      'sluice_relay_db_up',
+      'sluice_degraded_decisions_total',
+      'upstream_error',
+      'sluice_config_last_reload_successful',
+      'sluice_dropped_connections_total',
+      'sluice_max_connections',
+      'drain_deadline',
+    ]) {
       expect(exprs).toContain(needle);
     }
   });
 
   it('every alert has a unit test where it fires and one where it does not', () => {
-    const tests = (parse(readFileSync(join(OBSERVABILITY, 'alerts.test.yaml'), 'utf8')) as { tests: Array<{ alert_rule_test: Array<{ alertname: string; exp_alerts?: unknown[] }> }> }).tests;
+    const tests = (
+      parse(readFileSync(join(OBSERVABILITY, 'alerts.test.yaml'), 'utf8')) as { tests: Array<{ alert_rule_test: Array<{ alertname: string; exp_alerts?: unknown[] }> }> }
+    ).tests;
     const cases = tests.flatMap((t) => t.alert_rule_test);
     for (const r of rules) {
       const mine = cases.filter((c) => c.alertname === r.alert);

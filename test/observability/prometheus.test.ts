@@ -50,11 +50,9 @@ async function startPrometheus(target: string): Promise<{ url: string; stop(): P
       scrape_configs: [{ job_name: 'sluice', static_configs: [{ targets: [target] }] }],
     }),
   );
-  const child: ChildProcess = spawn(
-    PROMETHEUS!,
-    [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`, '--web.listen-address=127.0.0.1:0', '--log.level=info'],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  const child: ChildProcess = spawn(PROMETHEUS!, [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`, '--web.listen-address=127.0.0.1:0', '--log.level=info'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let log = '';
   child.stderr!.on('data', (b: Buffer) => (log = (log + b.toString('utf8')).slice(-20_000)));

@@ -80,11 +80,8 @@ async function answersPing(url: string, timeoutMs = 5_000): Promise<void> {
 function dockerEngineAnswers(): Promise<string | true> {
   if (!findOnPath('docker')) return Promise.resolve('no docker CLI on PATH');
   return new Promise((resolve) => {
-    execFile(
-      'docker',
-      ['info', '--format', '{{.ServerVersion}}'],
-      { timeout: DOCKER_PROBE_TIMEOUT_MS, killSignal: 'SIGKILL' },
-      (error) => resolve(error === null ? true : 'no Docker engine answered `docker info` within 3 s'),
+    execFile('docker', ['info', '--format', '{{.ServerVersion}}'], { timeout: DOCKER_PROBE_TIMEOUT_MS, killSignal: 'SIGKILL' }, (error) =>
+      resolve(error === null ? true : 'no Docker engine answered `docker info` within 3 s'),
     );
   });
 }

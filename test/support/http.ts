@@ -29,18 +29,15 @@ export function request(
   }
   if (opts.body !== undefined && !namesType) headers['content-type'] = 'application/json';
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: u.hostname, port: u.port, method, path, headers, agent: opts.agent ?? false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const body = Buffer.concat(chunks);
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, body, text: body.toString('utf8') });
-        });
-        res.on('error', reject);
-      },
-    );
+    const req = http.request({ host: u.hostname, port: u.port, method, path, headers, agent: opts.agent ?? false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const body = Buffer.concat(chunks);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, body, text: body.toString('utf8') });
+      });
+      res.on('error', reject);
+    });
     req.on('error', reject);
     if (opts.body !== undefined) req.end(opts.body);
     else req.end();

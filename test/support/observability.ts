@@ -18,10 +18,7 @@ export const PROMETHEUS = findOnPath('prometheus');
 
 /** Skips loudly: the reader of the test output must see that these tests did not run. */
 export function warnMissing(tool: string, what: string): void {
-  console.warn(
-    `\n*** WARNING: ${tool} is not on PATH: ${what} SKIPPED. Install Debian's prometheus package ` +
-      '(apt-get install prometheus; .ci/run does) to run them. ***\n',
-  );
+  console.warn(`\n*** WARNING: ${tool} is not on PATH: ${what} SKIPPED. Install Debian's prometheus package ` + '(apt-get install prometheus; .ci/run does) to run them. ***\n');
 }
 
 export interface Target {
@@ -60,11 +57,7 @@ export function allPanels(d: Dashboard): Panel[] {
  * that holds several scrapes at the tests' 1 s scrape interval.
  */
 export function substitute(expr: string, rateWindow = '30s'): string {
-  return expr
-    .replaceAll('$__rate_interval', rateWindow)
-    .replaceAll('$__interval', '5s')
-    .replaceAll('$__range', '5m')
-    .replaceAll('$instance', '.*');
+  return expr.replaceAll('$__rate_interval', rateWindow).replaceAll('$__interval', '5s').replaceAll('$__range', '5m').replaceAll('$instance', '.*');
 }
 
 /** Every query of every panel: where it is, and its expression with the variables substituted. */

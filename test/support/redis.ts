@@ -147,14 +147,22 @@ interface Started {
 
 function startServer(bin: string, port: number, dir: string, extraArgs: string[]): Started {
   const args = [
-    '--port', String(port),
-    '--bind', '127.0.0.1',
-    '--save', '',
-    '--appendonly', 'no',
-    '--dir', dir,
-    '--daemonize', 'no',
-    '--protected-mode', 'no',
-    '--loglevel', 'warning',
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    '--daemonize',
+    'no',
+    '--protected-mode',
+    'no',
+    '--loglevel',
+    'warning',
     ...extraArgs,
   ];
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });

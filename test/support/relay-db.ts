@@ -76,7 +76,12 @@ export async function createRelayDb(dialect: Dialect, flavour: RelayFlavour = 'n
     pool.on('error', () => {});
     exec = async (sql, params = []) => {
       let i = 0;
-      return (await pool.query(sql.replace(/\?/g, () => `$${++i}`), params)).rows as Array<Record<string, unknown>>;
+      return (
+        await pool.query(
+          sql.replace(/\?/g, () => `$${++i}`),
+          params,
+        )
+      ).rows as Array<Record<string, unknown>>;
     };
     drop = async () => {
       await pool.end();

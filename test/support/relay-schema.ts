@@ -64,9 +64,6 @@ export function relayDdl(d: Dialect, flavour: RelayFlavour): string[] {
     `CREATE INDEX ${q('idx_tokens_name')} ON ${q('tokens')} (${q('name')})`,
     ...(oneApi
       ? []
-      : [
-          `CREATE INDEX ${q('idx_tokens_deleted_at')} ON ${q('tokens')} (${q('deleted_at')})`,
-          `CREATE INDEX ${q('idx_users_deleted_at')} ON ${q('users')} (${q('deleted_at')})`,
-        ]),
+      : [`CREATE INDEX ${q('idx_tokens_deleted_at')} ON ${q('tokens')} (${q('deleted_at')})`, `CREATE INDEX ${q('idx_users_deleted_at')} ON ${q('users')} (${q('deleted_at')})`]),
   ];
 }

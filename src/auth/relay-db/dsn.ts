@@ -49,7 +49,8 @@ export function parseRelayDsn(raw: string, setting: string): RelayDsn {
   if (lower.startsWith('local')) {
     throw bad('the relay reads "local..." as its own SQLite file; give sluice that file as sqlite:<path to one-api.db>');
   }
-  if (/^[a-z][a-z0-9+.-]*:\/\//.test(lower)) throw bad(`the scheme "${lower.slice(0, lower.indexOf(':'))}" is not one the relay takes (postgres, postgresql, mysql, or the Go MySQL form)`);
+  if (/^[a-z][a-z0-9+.-]*:\/\//.test(lower))
+    throw bad(`the scheme "${lower.slice(0, lower.indexOf(':'))}" is not one the relay takes (postgres, postgresql, mysql, or the Go MySQL form)`);
   return goMysql(value, bad);
 }
 

@@ -16,7 +16,7 @@ const row = (over: Partial<TokenRow> = {}): TokenRow => ({
   ...over,
 });
 
-describe('judgeToken: the relay\'s own checks, in its order', () => {
+describe("judgeToken: the relay's own checks, in its order", () => {
   it('admits an enabled token of an enabled user with quota and no expiry', () => {
     expect(judgeToken(row(), NOW)).toEqual({ ok: true });
   });
@@ -76,7 +76,7 @@ describe('couldBeRelayKey', () => {
 });
 
 describe('storedKey', () => {
-  it("drops the spaces PostgreSQL pads a char(48) key with, nothing else", () => {
+  it('drops the spaces PostgreSQL pads a char(48) key with, nothing else', () => {
     expect(storedKey('abc   ')).toBe('abc');
     expect(storedKey(' abc')).toBe(' abc');
     expect(storedKey(Buffer.from('abc'))).toBe('abc');

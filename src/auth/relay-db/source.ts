@@ -323,7 +323,11 @@ export class RelayKeySource implements KeySource {
     }
     this.status.error = message;
     // One line per change of what is wrong, not one per failed lookup.
-    if (changed) this.o.log.error({ database: this.status.database, err: message }, 'relay database unreachable or unusable: known keys keep working for the stale period, unknown keys get 503');
+    if (changed)
+      this.o.log.error(
+        { database: this.status.database, err: message },
+        'relay database unreachable or unusable: known keys keep working for the stale period, unknown keys get 503',
+      );
     this.retryLater();
   }
 
