@@ -154,7 +154,7 @@ export class RelayKeySource implements KeySource {
     if (!couldBeRelayKey(body)) return 'unknown';
     // A request waits at most the query timeout, also when its key queued behind busy connections.
     const queued = this.enqueue(body, background);
-    const row = await (background ? queued : withTimeout(queued, this.o.queryTimeoutMs + ANSWER_GRACE_MS, 'a relay database lookup'));
+    const row = background ? await queued : await this.answeredInTime(queued);
     // The database compared the key its own way (MySQL's usual collations ignore case); the
     // batch hands a row only to the body it equals exactly.
     if (row === null) return 'unknown';
@@ -162,6 +162,26 @@ export class RelayKeySource implements KeySource {
     // Why, and whose: the request's access line says it (src/auth/reasons.ts).
     if (!verdict.ok) return { reason: verdict.reason, id: String(row.id), user: String(row.userId) };
     return { id: String(row.id), user: String(row.userId), hash };
+  }
+
+  /**
+   * A request's lookup within the query timeout. Past it the database has not answered in time,
+   * also when the key waited behind connections a silent server still holds: the health says so
+   * (readiness, sluice_relay_db_up) as the 503 the request gets does.
+   */
+  private async answeredInTime(queued: Promise<TokenRow | null>): Promise<TokenRow | null> {
+    let settled = false;
+    try {
+      return await withTimeout(
+        queued.finally(() => (settled = true)),
+        this.o.queryTimeoutMs + ANSWER_GRACE_MS,
+        'a relay database lookup',
+      );
+    } catch (err) {
+      // A statement's own failure was recorded where it ran; this is the wait that ran out.
+      if (!settled) this.failed(err);
+      throw err;
+    }
   }
 
   hurry(): void {
