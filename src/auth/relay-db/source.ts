@@ -126,6 +126,8 @@ export class RelayKeySource implements KeySource {
   private readonly renewWindowMs: number;
   private readonly retryMs: number;
   private readonly status: RelayDbHealth;
+  /** When (performance.now()) a statement last succeeded. */
+  private lastOkAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly o: RelayKeySourceOptions) {
     this.maxAgeMs = o.maxAgeMs;
@@ -165,9 +167,10 @@ export class RelayKeySource implements KeySource {
   }
 
   /**
-   * A request's lookup within the query timeout. Past it the database has not answered in time,
-   * also when the key waited behind connections a silent server still holds: the health says so
-   * (readiness, sluice_relay_db_up) as the 503 the request gets does.
+   * A request's lookup within the query timeout. A wait that runs out while no statement has
+   * succeeded for as long is the database not answering (connections a silent server still holds
+   * included): the health says so (readiness, sluice_relay_db_up) as the request's 503 does. With
+   * statements still succeeding it is only a busy pool, and the health stays as it is.
    */
   private async answeredInTime(queued: Promise<TokenRow | null>): Promise<TokenRow | null> {
     let settled = false;
@@ -179,7 +182,7 @@ export class RelayKeySource implements KeySource {
       );
     } catch (err) {
       // A statement's own failure was recorded where it ran; this is the wait that ran out.
-      if (!settled) this.failed(err);
+      if (!settled && performance.now() - this.lastOkAt > this.o.queryTimeoutMs) this.failed(err);
       throw err;
     }
   }
@@ -325,6 +328,7 @@ export class RelayKeySource implements KeySource {
   }
 
   private succeeded(): void {
+    this.lastOkAt = performance.now();
     if (this.status.state === 'ok') return;
     if (this.status.state === 'failing') this.o.log.info({ database: this.status.database }, 'relay database reachable again');
     this.status.state = 'ok';
