@@ -74,6 +74,9 @@ export async function directClient(cfg: Config, redisUrl: string): Promise<Admin
   };
 }
 
+/** How long the CLI waits for the admin API's answer before it gives up (exit 1). */
+const ADMIN_CALL_TIMEOUT_MS = 30_000;
+
 /** Through a running sluice's admin API at `base`, with its admin token. */
 export function apiClient(base: string, token: string): AdminClient {
   const call = async (method: string, path: string, body?: unknown): Promise<Response> => {
@@ -83,6 +86,7 @@ export function apiClient(base: string, token: string): AdminClient {
         method,
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(ADMIN_CALL_TIMEOUT_MS),
       });
     } catch (err) {
       throw new AdminCallError(`cannot reach the admin API at ${base}: ${(err as Error).message}`);

@@ -6,13 +6,13 @@
  * sluice's own counters of store commands and database statements.
  */
 import http from 'node:http';
-import { Writable } from 'node:stream';
-import pino from 'pino';
+import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { metricReader } from '../support/helpers.js';
 import { json, request, type RawResponse } from '../support/http.js';
+import { capturedLog } from '../support/log.js';
 import { consoleKey, createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
 
 const agents = new Map<string, http.Agent>();
@@ -42,25 +42,10 @@ function expectContract401(r: RawResponse): void {
   expect(r.text).toMatch(/^\{"error":\{"code":"","message":".+ \(request id: \w+\)","type":"new_api_error"\}\}$/);
 }
 
-/** A pino logger whose lines the test reads, parsed. */
-function capturedLog() {
-  const lines: Array<Record<string, unknown>> = [];
-  const log = pino(
-    { level: 'info' },
-    new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        for (const l of chunk.toString('utf8').split('\n')) if (l) lines.push(JSON.parse(l) as Record<string, unknown>);
-        cb();
-      },
-    }),
-  );
-  return { log, lines };
-}
-
 /** A key source that costs a round trip: sluice's registry in Redis, or the relay's database in PostgreSQL. */
 interface Source {
   name: string;
-  start(file: Record<string, unknown>, extra?: { clock?: ManualClock; log?: pino.Logger }): Promise<Harness>;
+  start(file: Record<string, unknown>, extra?: { clock?: ManualClock; log?: Logger }): Promise<Harness>;
   /** A valid key, never used. */
   validKey(h: Harness): Promise<string>;
   /** Lookups made so far (Redis commands, or statements: sequential calls make one each). */
