@@ -7,8 +7,9 @@
  * must be counted by a running sluice, under the suffix rule and under an explicit list of ids; and
  * under the list, the spellings none routes must not be.
  */
-import mysql from 'mysql2/promise';
+import type mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { mysqlAdmin } from '../support/relay-db.js';
 import { availableCollations } from '../../scripts/collations.js';
 import { useHarness } from '../support/harness.js';
 import { freshUser, usedToday } from '../support/helpers.js';
@@ -52,14 +53,7 @@ let collations: string[] = [];
 const verdicts: Verdict[] = [];
 
 beforeAll(async () => {
-  const u = new URL(inject('mysqlAdminUrl'));
-  db = await mysql.createConnection({
-    host: u.hostname,
-    port: Number(u.port || 3306),
-    user: decodeURIComponent(u.username),
-    password: decodeURIComponent(u.password),
-    charset: 'utf8mb4',
-  });
+  db = await mysqlAdmin({ charset: 'utf8mb4' });
   database = `${inject('dbPrefix')}${process.pid}_spellings`;
   await db.query(`CREATE DATABASE \`${database}\` DEFAULT CHARACTER SET utf8mb4`);
   collations = await availableCollations(db);

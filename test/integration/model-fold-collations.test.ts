@@ -6,8 +6,9 @@
  * When the server adds or changes equivalences this fails; `npm run gen:model-fold` rewrites the
  * table from the server.
  */
-import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type mysql from 'mysql2/promise';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mysqlAdmin } from '../support/relay-db.js';
 import { asciiEquivalents, availableCollations } from '../../scripts/collations.js';
 import { foldWith, letters } from '../../src/limits/model-fold.js';
 import { GENERAL_CI_LETTERS, UNICODE_LETTERS } from '../../src/limits/model-fold-table.js';
@@ -15,14 +16,7 @@ import { GENERAL_CI_LETTERS, UNICODE_LETTERS } from '../../src/limits/model-fold
 let db: mysql.Connection;
 
 beforeAll(async () => {
-  const u = new URL(inject('mysqlAdminUrl'));
-  db = await mysql.createConnection({
-    host: u.hostname,
-    port: Number(u.port || 3306),
-    user: decodeURIComponent(u.username),
-    password: decodeURIComponent(u.password),
-    charset: 'utf8mb4',
-  });
+  db = await mysqlAdmin({ charset: 'utf8mb4' });
 });
 afterAll(() => db?.end());
 

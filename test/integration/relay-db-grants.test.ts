@@ -12,7 +12,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { startHarness } from '../support/harness.js';
 import { request } from '../support/http.js';
-import { createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
+import { createRelayDb, mysqlAdminOptions, type RelayDbFixture } from '../support/relay-db.js';
 
 const PAGE = readFileSync(new URL('../../docs/relay-keys.md', import.meta.url), 'utf8');
 
@@ -106,8 +106,8 @@ describe('a read-only MariaDB user with the documented grants', () => {
   it('authenticates a console key through sluice, and can neither write nor read beyond tokens and users', async () => {
     const fx: RelayDbFixture = await createRelayDb('mysql');
     const user = `sluice_ro_${randomBytes(4).toString('hex')}`;
-    const u = new URL(inject('mysqlAdminUrl'));
-    const conn = { host: u.hostname, port: Number(u.port || 3306) };
+    const { host, port } = mysqlAdminOptions();
+    const conn = { host, port };
     cleanups.push(async () => {
       await fx.exec(`DROP USER IF EXISTS '${user}'@'%'`);
       await fx.drop();

@@ -5,13 +5,12 @@
  * with a user of the test's own made and dropped here.
  */
 import { randomBytes } from 'node:crypto';
-import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
 import { capturedLog } from '../support/log.js';
-import { createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
+import { createRelayDb, mysqlAdmin, type RelayDbFixture } from '../support/relay-db.js';
 
 interface Grants {
   /** A DSN of the fixture's database as `user`, who holds only what `grant` gave. */
@@ -64,8 +63,7 @@ function mariadbGrants(fx: RelayDbFixture): Grants {
   const made: string[] = [];
   const database = /\/([^/?]+)\?/.exec(fx.dsn)![1]!;
   const admin = async (statements: string[]): Promise<void> => {
-    const u = new URL(inject('mysqlAdminUrl'));
-    const c = await mysql.createConnection({ host: u.hostname, port: Number(u.port || 3306), user: decodeURIComponent(u.username), password: decodeURIComponent(u.password) });
+    const c = await mysqlAdmin();
     try {
       for (const s of statements) await c.query(s);
     } finally {

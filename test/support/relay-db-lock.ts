@@ -6,7 +6,7 @@
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { inject } from 'vitest';
-import type { RelayDbFixture } from './relay-db.js';
+import { mysqlAdmin, type RelayDbFixture } from './relay-db.js';
 
 /** sluice's connections on the server at one moment, and how long the oldest running statement has run. */
 export interface ServerSample {
@@ -63,8 +63,7 @@ export async function dedicatedLogin(fx: RelayDbFixture): Promise<DedicatedLogin
     };
   }
   if (fx.dialect === 'mysql') {
-    const u = new URL(inject('mysqlAdminUrl'));
-    const admin = await mysql.createConnection({ host: u.hostname, port: Number(u.port || 3306), user: decodeURIComponent(u.username), password: decodeURIComponent(u.password) });
+    const admin = await mysqlAdmin();
     const database = /\/([^/?]+)\?/.exec(fx.dsn)![1]!;
     await admin.query(`CREATE USER '${name}'@'%' IDENTIFIED BY '${password}'`);
     await admin.query(`GRANT SELECT ON \`${database}\`.tokens TO '${name}'@'%'`);

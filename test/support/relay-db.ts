@@ -15,6 +15,17 @@ import { inject } from 'vitest';
 import { relayDdl, type Dialect, type RelayFlavour } from './relay-schema.js';
 
 export type { Dialect, RelayFlavour };
+
+/** How the suite's MariaDB administrator connects (test/setup/databases.ts: `mysqlAdminUrl`). */
+export function mysqlAdminOptions(): { host: string; port: number; user: string; password: string } {
+  const u = new URL(inject('mysqlAdminUrl'));
+  return { host: u.hostname, port: Number(u.port || 3306), user: decodeURIComponent(u.username), password: decodeURIComponent(u.password) };
+}
+
+/** A connection as the suite's MariaDB administrator; the caller ends it. */
+export function mysqlAdmin(extra: mysql.ConnectionOptions = {}): Promise<mysql.Connection> {
+  return mysql.createConnection({ ...mysqlAdminOptions(), ...extra });
+}
 export const DIALECTS: Dialect[] = ['postgres', 'mysql', 'sqlite'];
 
 export interface TokenFields {
@@ -91,9 +102,8 @@ export async function createRelayDb(dialect: Dialect, flavour: RelayFlavour = 'n
       await a.end();
     };
   } else if (dialect === 'mysql') {
-    const u = new URL(inject('mysqlAdminUrl'));
-    const conn = { host: u.hostname, port: Number(u.port || 3306), user: decodeURIComponent(u.username), password: decodeURIComponent(u.password) };
-    const admin = await mysql.createConnection(conn);
+    const conn = mysqlAdminOptions();
+    const admin = await mysqlAdmin();
     await admin.query(`CREATE DATABASE \`${name}\` DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci`);
     await admin.end();
     const pool = mysql.createPool({ ...conn, database: name, connectionLimit: 2 });
@@ -101,7 +111,7 @@ export async function createRelayDb(dialect: Dialect, flavour: RelayFlavour = 'n
     exec = async (sql, params = []) => (await pool.query(sql, params))[0] as Array<Record<string, unknown>>;
     drop = async () => {
       await pool.end();
-      const a = await mysql.createConnection(conn);
+      const a = await mysqlAdmin();
       await a.query(`DROP DATABASE IF EXISTS \`${name}\``);
       await a.end();
     };
