@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { metricReader } from '../support/helpers.js';
-import { json, request, type RawResponse } from '../support/http.js';
+import { chat, json, request, type RawResponse } from '../support/http.js';
 import { capturedLog } from '../support/log.js';
 import { consoleKey, createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
 
@@ -25,14 +25,6 @@ function from(ip: string): http.Agent {
 afterAll(() => {
   for (const a of agents.values()) a.destroy();
 });
-
-function chat(h: Harness, key: string, ip: string): Promise<RawResponse> {
-  return request(h.url, 'POST', '/v1/chat/completions', {
-    headers: { authorization: `Bearer ${key}` },
-    body: json({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
-    agent: from(ip),
-  });
-}
 
 const wrongKey = (): string => `sk-${consoleKey()}`;
 
@@ -95,23 +87,23 @@ describe.each([redisRegistry(), relayDatabase()])('wrong keys from one address, 
     const lookups = source.lookups(h);
     const refused = metricReader(h, 'sluice_key_lookups_refused_total', { reason: 'address_budget' });
     const known = await source.validKey(h);
-    expect((await chat(h, known, '127.0.0.2')).status).toBe(200);
+    expect((await chat(h.url, known, { agent: from('127.0.0.2') })).status).toBe(200);
     const before = await lookups();
 
-    for (let i = 0; i < 5; i++) expectContract401(await chat(h, wrongKey(), '127.0.0.2'));
+    for (let i = 0; i < 5; i++) expectContract401(await chat(h.url, wrongKey(), { agent: from('127.0.0.2') }));
     expect((await lookups()) - before).toBe(5);
     // The budget is spent: ten more wrong keys, and not one lookup.
-    for (let i = 0; i < 10; i++) expectContract401(await chat(h, wrongKey(), '127.0.0.2'));
+    for (let i = 0; i < 10; i++) expectContract401(await chat(h.url, wrongKey(), { agent: from('127.0.0.2') }));
     expect((await lookups()) - before).toBe(5);
 
     // A key this replica knows still passes from that address (answered from memory).
-    expect((await chat(h, known, '127.0.0.2')).status).toBe(200);
+    expect((await chat(h.url, known, { agent: from('127.0.0.2') })).status).toBe(200);
     // A valid key it has never seen cannot be told from a wrong one without a lookup: 401 there...
     const fresh = await source.validKey(h);
-    expectContract401(await chat(h, fresh, '127.0.0.2'));
+    expectContract401(await chat(h.url, fresh, { agent: from('127.0.0.2') }));
     expect((await lookups()) - before).toBe(5);
     // ...and 200 from any other address.
-    expect((await chat(h, fresh, '127.0.0.3')).status).toBe(200);
+    expect((await chat(h.url, fresh, { agent: from('127.0.0.3') })).status).toBe(200);
     expect((await lookups()) - before).toBe(6);
     expect(await refused()).toBe(11);
 
@@ -128,10 +120,10 @@ describe.each([redisRegistry(), relayDatabase()])('wrong keys from one address, 
     // The budget refills evenly over the window: one lookup every 12 s, and a valid key gives its place back.
     clock.advance(12_000);
     const later = await source.validKey(h);
-    expect((await chat(h, later, '127.0.0.2')).status).toBe(200);
-    expect((await chat(h, await source.validKey(h), '127.0.0.2')).status).toBe(200);
-    expectContract401(await chat(h, wrongKey(), '127.0.0.2'));
-    expectContract401(await chat(h, wrongKey(), '127.0.0.2'));
+    expect((await chat(h.url, later, { agent: from('127.0.0.2') })).status).toBe(200);
+    expect((await chat(h.url, await source.validKey(h), { agent: from('127.0.0.2') })).status).toBe(200);
+    expectContract401(await chat(h.url, wrongKey(), { agent: from('127.0.0.2') }));
+    expectContract401(await chat(h.url, wrongKey(), { agent: from('127.0.0.2') }));
     expect((await lookups()) - before).toBe(9);
   });
 });
@@ -179,11 +171,11 @@ describe.each([redisRegistry(), relayDatabase()])('unknown keys from many addres
   it("reach the replica's ceiling on lookups of unknown keys: past it, 503 store_unavailable with Retry-After at once, never a hang; known keys pass, valid new keys give their place back", async () => {
     const refused = metricReader(h, 'sluice_key_lookups_refused_total', { reason: 'lookup_ceiling' });
     const known = await source.validKey(h);
-    expect((await chat(h, known, '127.0.0.2')).status).toBe(200);
+    expect((await chat(h.url, known, { agent: from('127.0.0.2') })).status).toBe(200);
 
     // Twelve wrong keys at once, each from its own address (no address budget here): four lookups, eight refusals.
     const started = performance.now();
-    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => chat(h, wrongKey(), `127.0.1.${i + 1}`)));
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => chat(h.url, wrongKey(), { agent: from(`127.0.1.${i + 1}`) })));
     expect(performance.now() - started).toBeLessThan(5000);
     const byStatus = (s: number) => answers.filter((a) => a.status === s);
     expect(byStatus(401)).toHaveLength(4);
@@ -196,9 +188,9 @@ describe.each([redisRegistry(), relayDatabase()])('unknown keys from many addres
     }
 
     // A known key still passes; a valid key never seen may be a new one: 503, not 401, until the ceiling lets it through.
-    expect((await chat(h, known, '127.0.0.3')).status).toBe(200);
+    expect((await chat(h.url, known, { agent: from('127.0.0.3') })).status).toBe(200);
     const fresh = await source.validKey(h);
-    const wait = await chat(h, fresh, '127.0.0.3');
+    const wait = await chat(h.url, fresh, { agent: from('127.0.0.3') });
     expect(wait.status).toBe(503);
     expect(wait.headers['retry-after']).toBe('1');
     expect(await refused()).toBe(9);
@@ -209,8 +201,8 @@ describe.each([redisRegistry(), relayDatabase()])('unknown keys from many addres
 
     // After Retry-After, room for two: the valid key gets in, and valid new keys give back their place, so five in a row do.
     clock.advance(1000);
-    expect((await chat(h, fresh, '127.0.0.3')).status).toBe(200);
-    for (let i = 0; i < 5; i++) expect((await chat(h, await source.validKey(h), '127.0.0.3')).status).toBe(200);
+    expect((await chat(h.url, fresh, { agent: from('127.0.0.3') })).status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await chat(h.url, await source.validKey(h), { agent: from('127.0.0.3') })).status).toBe(200);
     expect(await refused()).toBe(9);
   });
 });
@@ -232,14 +224,14 @@ describe('valid-key suffix variants, keys in the relay database in PostgreSQL (i
     const lookups = metricReader(h, 'sluice_relay_db_seconds_count', { op: 'lookup' });
     const attacker = (await fx.addToken(await fx.addUser())).key;
     const other = (await fx.addToken(await fx.addUser())).key;
-    expect((await chat(h, `sk-${other}`, '127.0.0.3')).status).toBe(200);
-    expect((await chat(h, `sk-${attacker}`, '127.0.0.2')).status).toBe(200);
+    expect((await chat(h.url, `sk-${other}`, { agent: from('127.0.0.3') })).status).toBe(200);
+    expect((await chat(h.url, `sk-${attacker}`, { agent: from('127.0.0.2') })).status).toBe(200);
     const before = await lookups();
     h.relay.reset();
 
     const variants = Array.from({ length: 100 }, () => `sk-${attacker}-${consoleKey().slice(0, 12)}`);
     for (let i = 0; i < variants.length; i += 10) {
-      const answers = await Promise.all(variants.slice(i, i + 10).map((k) => chat(h, k, '127.0.0.2')));
+      const answers = await Promise.all(variants.slice(i, i + 10).map((k) => chat(h.url, k, { agent: from('127.0.0.2') })));
       // sluice lets each through; the relay itself refuses a channel a non-administrator asks for (new-api's 403).
       for (const a of answers) expect(a.status).toBe(403);
     }
@@ -249,10 +241,10 @@ describe('valid-key suffix variants, keys in the relay database in PostgreSQL (i
     expect(h.relay.requests.every((r) => r.tokenKey === attacker && r.channel !== null)).toBe(true);
 
     // The other user's key is still cached: no lookup for it.
-    expect((await chat(h, `sk-${other}`, '127.0.0.3')).status).toBe(200);
+    expect((await chat(h.url, `sk-${other}`, { agent: from('127.0.0.3') })).status).toBe(200);
     expect(await lookups()).toBe(before);
     // An empty key before the "-" is no key at all (the relay: 401): no lookup either.
-    expectContract401(await chat(h, `sk--${attacker}`, '127.0.0.4'));
+    expectContract401(await chat(h.url, `sk--${attacker}`, { agent: from('127.0.0.4') }));
     expect(await lookups()).toBe(before);
   });
 });
@@ -269,7 +261,7 @@ describe("valid-key suffix variants, keys in sluice's registry in Redis (issue 2
     const { key } = await h.createKey('suffixed');
     const before = await lookups();
     const variants = Array.from({ length: 30 }, (_, i) => `${key}-${i}`);
-    for (const k of variants) expect((await chat(h, k, '127.0.0.2')).status).toBe(403);
+    for (const k of variants) expect((await chat(h.url, k, { agent: from('127.0.0.2') })).status).toBe(403);
     expect((await lookups()) - before).toBe(1);
     expect(h.relay.requests.map((r) => r.headers.authorization)).toEqual(variants.map((k) => `Bearer ${k}`));
   });

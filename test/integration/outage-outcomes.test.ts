@@ -9,16 +9,9 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.js';
 import { metricsText, metricValue } from '../support/helpers.js';
-import { request, type RawResponse } from '../support/http.js';
+import { chat } from '../support/http.js';
 import { consoleKey, createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
-
-function chat(h: Harness, key: string): Promise<RawResponse> {
-  return request(h.url, 'POST', '/v1/chat/completions', {
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: '{"model":"vend-flash"}',
-  });
-}
 
 describe("outages of the relay's database and of Redis are told apart", () => {
   let fx: RelayDbFixture;
@@ -52,7 +45,7 @@ describe("outages of the relay's database and of Redis are told apart", () => {
     });
     // Ready: the relay's database was reached once.
     const user = await fx.addUser();
-    expect((await chat(h, `sk-${(await fx.addToken(user)).key}`)).status).toBe(200);
+    expect((await chat(h.url, `sk-${(await fx.addToken(user)).key}`)).status).toBe(200);
   });
   afterAll(async () => {
     await h?.close();
@@ -67,7 +60,7 @@ describe("outages of the relay's database and of Redis are told apart", () => {
     const before = await counted();
     proxy.cut();
     try {
-      const r = await chat(h, `sk-${consoleKey()}`);
+      const r = await chat(h.url, `sk-${consoleKey()}`);
       const id = r.headers['x-oneapi-request-id'] as string;
       return { r, id, counted: (await counted())! - before!, line: lines.find((l) => l.msg === 'request' && l.reqId === id) };
     } finally {

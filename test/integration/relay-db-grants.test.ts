@@ -11,7 +11,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { startHarness } from '../support/harness.js';
-import { request } from '../support/http.js';
+import { chat } from '../support/http.js';
 import { createRelayDb, mysqlAdminOptions, type RelayDbFixture } from '../support/relay-db.js';
 
 const PAGE = readFileSync(new URL('../../docs/relay-keys.md', import.meta.url), 'utf8');
@@ -32,13 +32,6 @@ function documentedGrants(heading: string): string[] {
 /** The statements with the page's three placeholders replaced, as the page tells the reader. */
 function replaced(statements: string[], user: string, database: string, password: string): string[] {
   return statements.map((st) => st.replaceAll('sluice_ro', user).replaceAll('newapi', database).replaceAll('CHANGE-ME', password));
-}
-
-function chat(url: string, key: string) {
-  return request(url, 'POST', '/v1/chat/completions', {
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'vend-flash', messages: [{ role: 'user', content: 'hi' }] }),
-  });
 }
 
 /** sluice on `dsn` (the read-only user): the answer to a console key, with readiness as /readyz says. */

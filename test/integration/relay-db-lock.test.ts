@@ -10,7 +10,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.js';
-import { request } from '../support/http.js';
+import { chat } from '../support/http.js';
 import { consoleKey, createRelayDb, type Dialect, type RelayDbFixture } from '../support/relay-db.js';
 import { dedicatedLogin, lockTokens, type DedicatedLogin, type ServerSample } from '../support/relay-db-lock.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -23,13 +23,6 @@ const LOCK_MS = 30_000;
 /** Past this many connections the lock is let go at once: the machine's server is shared. */
 const ABORT_ABOVE = POOL + 6;
 const CLIENTS = 12;
-
-function chat(h: Harness, key: string, ip: string) {
-  return request(h.url, 'POST', '/v1/chat/completions', {
-    headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': ip },
-    body: JSON.stringify({ model: 'vend-flash', messages: [{ role: 'user', content: 'hi' }] }),
-  });
-}
 
 const randomIp = (): string => `198.18.${Math.floor(Math.random() * 256)}.${1 + Math.floor(Math.random() * 254)}`;
 
@@ -60,7 +53,7 @@ afterAll(async () => {
 
 async function answer(h: Harness, key: string, ip: string): Promise<Answer> {
   const started = performance.now();
-  const r = await chat(h, key, ip);
+  const r = await chat(h.url, key, { headers: { 'x-forwarded-for': ip } });
   let code: string | null = null;
   try {
     code = (JSON.parse(r.text) as { error?: { code?: string } }).error?.code ?? null;

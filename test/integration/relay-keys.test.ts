@@ -10,17 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
 import { metricsText, metricValue } from '../support/helpers.js';
-import { request } from '../support/http.js';
+import { chat } from '../support/http.js';
 import { consoleKey, createRelayDb, DIALECTS, type RelayDbFixture } from '../support/relay-db.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { eventually, sleep } from '../support/time.js';
-
-function chat(h: Harness, key: string, model = 'vend-flash') {
-  return request(h.url, 'POST', '/v1/chat/completions', {
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
-  });
-}
 
 async function limitsOf(h: Harness, user: string | number): Promise<{ freeTier: { user: string; window: { used: number }; day: { used: number } } }> {
   const r = await fetch(`${h.adminUrl}/admin/users/${user}/limits`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
@@ -63,7 +56,7 @@ describe.each(DIALECTS)('sluice in front of a relay whose keys are in its %s dat
   it('forwards a call made with a key from the console on its first use, with or without sk-, as the client sent it (the relay strips sk- itself)', async () => {
     const t = await fx.addToken(user);
     for (const key of [`sk-${t.key}`, t.key]) {
-      const r = await chat(h, key);
+      const r = await chat(h.url, key);
       expect(r.status).toBe(200);
       expect(h.relay.requests.at(-1)!.headers.authorization).toBe(`Bearer ${key}`);
     }
@@ -75,7 +68,7 @@ describe.each(DIALECTS)('sluice in front of a relay whose keys are in its %s dat
     const before = h.relay.started;
     const usedBefore = (await limitsOf(h, user)).freeTier.day.used;
     for (const t of [disabled, noQuota]) {
-      const r = await chat(h, `sk-${t.key}`, 'vend-flash-free');
+      const r = await chat(h.url, `sk-${t.key}`, { model: 'vend-flash-free' });
       expect(r.status).toBe(401);
       expect(JSON.parse(r.text)).toMatchObject({ error: { code: '', type: 'new_api_error' } });
     }
@@ -88,7 +81,7 @@ describe.each(DIALECTS)('sluice in front of a relay whose keys are in its %s dat
     const a = await fx.addToken(u);
     const b = await fx.addToken(u);
     const statuses: number[] = [];
-    for (let i = 0; i < 21; i++) statuses.push((await chat(h, `sk-${i % 2 ? a.key : b.key}`, 'vend-flash-free')).status);
+    for (let i = 0; i < 21; i++) statuses.push((await chat(h.url, `sk-${i % 2 ? a.key : b.key}`, { model: 'vend-flash-free' })).status);
     expect(statuses.slice(0, 20).every((s) => s === 200)).toBe(true);
     expect(statuses[20]).toBe(429);
     expect((await limitsOf(h, u)).freeTier).toMatchObject({ user: String(u), window: { used: 20 }, day: { used: 20 } });
@@ -103,7 +96,7 @@ describe.each(DIALECTS)('sluice in front of a relay whose keys are in its %s dat
       drained: await fx.addToken(user),
       userDisabled: await fx.addToken(otherUser),
     };
-    for (const t of Object.values(tokens)) expect((await chat(h, `sk-${t.key}`)).status).toBe(200);
+    for (const t of Object.values(tokens)) expect((await chat(h.url, `sk-${t.key}`)).status).toBe(200);
     const changedAt = Date.now();
     await fx.deleteToken(tokens.deleted.id);
     await fx.setToken(tokens.disabled.id, { status: 2 });
@@ -115,7 +108,7 @@ describe.each(DIALECTS)('sluice in front of a relay whose keys are in its %s dat
       async () => {
         for (const [name, t] of Object.entries(tokens)) {
           if (name in stoppedAfter) continue;
-          if ((await chat(h, `sk-${t.key}`)).status === 401) stoppedAfter[name] = Date.now() - changedAt;
+          if ((await chat(h.url, `sk-${t.key}`)).status === 401) stoppedAfter[name] = Date.now() - changedAt;
         }
         expect(Object.keys(stoppedAfter).sort()).toEqual(Object.keys(tokens).sort());
       },
@@ -127,15 +120,15 @@ describe.each(DIALECTS)('sluice in front of a relay whose keys are in its %s dat
 
   it('does not trust an answer older than the bound for a key not in use: its next use asks again', async () => {
     const t = await fx.addToken(user);
-    expect((await chat(h, `sk-${t.key}`)).status).toBe(200);
+    expect((await chat(h.url, `sk-${t.key}`)).status).toBe(200);
     await fx.setToken(t.id, { status: 2 });
     await sleep(1100);
-    expect((await chat(h, `sk-${t.key}`)).status).toBe(401);
+    expect((await chat(h.url, `sk-${t.key}`)).status).toBe(401);
   });
 
   it("logs the relay's user id and token id for a call, never the key", async () => {
     const t = await fx.addToken(user);
-    expect((await chat(h, `sk-${t.key}`)).status).toBe(200);
+    expect((await chat(h.url, `sk-${t.key}`)).status).toBe(200);
     await sleep(100);
     const line = logs.lines.map((l) => JSON.parse(l) as Record<string, unknown>).findLast((l) => l.keyId === String(t.id));
     expect(line).toMatchObject({ user: String(user), keyId: String(t.id), decision: 'admitted' });
@@ -144,11 +137,11 @@ describe.each(DIALECTS)('sluice in front of a relay whose keys are in its %s dat
 
   it("keeps sluice's own registry beside the relay's keys; the relay's database wins for a key both hold", async () => {
     const own = await h.createKey('registry-user');
-    expect((await chat(h, own.key)).status).toBe(200);
+    expect((await chat(h.url, own.key)).status).toBe(200);
     // A key disabled in the relay's console that someone also imported into sluice's registry.
     const t = await fx.addToken(user, { status: 2 });
     await h.createKey('registry-user', { key: `sk-${t.key}` });
-    expect((await chat(h, `sk-${t.key}`)).status).toBe(401);
+    expect((await chat(h.url, `sk-${t.key}`)).status).toBe(401);
   });
 });
 
@@ -175,7 +168,7 @@ describe('relay database outage in the middle of traffic', () => {
         h = await startHarness({ store: 'memory', env: { SLUICE_RELAY_DB: dsn }, file: { relayDb: { recheckSeconds: 1, queryTimeoutMs: 300, staleSeconds: 60 } } });
         user = await fx.addUser();
         known = `sk-${(await fx.addToken(user)).key}`;
-        expect((await chat(h, known)).status).toBe(200);
+        expect((await chat(h.url, known)).status).toBe(200);
       });
       afterAll(async () => {
         await h?.close();
@@ -190,11 +183,11 @@ describe('relay database outage in the middle of traffic', () => {
           try {
             const until = Date.now() + 2500; // past the 1 s recheck bound: the stale period serves
             while (Date.now() < until) {
-              expect((await chat(h, known)).status).toBe(200);
+              expect((await chat(h.url, known)).status).toBe(200);
               await sleep(100);
             }
             const started = Date.now();
-            const r = await chat(h, fresh);
+            const r = await chat(h.url, fresh);
             expect(r.status).toBe(503);
             expect(r.headers['retry-after']).toBeDefined();
             expect(JSON.parse(r.text)).toMatchObject({ error: { code: 'store_unavailable' } });
@@ -207,7 +200,7 @@ describe('relay database outage in the middle of traffic', () => {
           } finally {
             proxy.restore();
           }
-          await eventually(async () => expect((await chat(h, fresh)).status).toBe(200), { timeoutMs: 4000, intervalMs: 100 });
+          await eventually(async () => expect((await chat(h.url, fresh)).status).toBe(200), { timeoutMs: 4000, intervalMs: 100 });
           expect(await (await fetch(`${h.adminUrl}/readyz`)).json()).toMatchObject({ checks: { relayDb: { state: 'ok' } } });
           expect(metricValue(await metricsText(h), 'sluice_relay_db_up')).toBe(1);
         });
@@ -239,7 +232,7 @@ describe('a relay database sluice cannot use at start', () => {
       expect(status).toBe(503);
       expect(body.checks.relayDb).toMatchObject({ state: 'starting', error: expect.stringMatching(/Access denied/) });
       expect(metricValue(await metricsText(h), 'sluice_relay_db_up')).toBe(0); // not reached yet since start
-      expect((await chat(h, `sk-${consoleKey()}`)).status).toBe(503);
+      expect((await chat(h.url, `sk-${consoleKey()}`)).status).toBe(503);
       expect(JSON.stringify(body)).not.toContain('Wr0ngPassw0rd');
       expect(logs.lines.join('\n')).not.toContain('Wr0ngPassw0rd');
       expect(logs.lines.some((l) => l.includes('relay database unreachable or unusable'))).toBe(true);

@@ -45,3 +45,15 @@ export function request(
 }
 
 export const json = (o: unknown): string => JSON.stringify(o);
+
+/**
+ * A chat completion as an SDK sends it: `POST /v1/chat/completions` with the key as a Bearer token
+ * and a one-message body asking for `model` (default `vend-flash`, a paid model of the stand-in).
+ */
+export function chat(baseUrl: string, key: string, opts: { model?: string; headers?: OutgoingHttpHeaders; agent?: http.Agent | false } = {}): Promise<RawResponse> {
+  return request(baseUrl, 'POST', '/v1/chat/completions', {
+    headers: { authorization: `Bearer ${key}`, ...opts.headers },
+    body: json({ model: opts.model ?? 'vend-flash', messages: [{ role: 'user', content: 'hi' }] }),
+    agent: opts.agent,
+  });
+}
