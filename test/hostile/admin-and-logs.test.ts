@@ -4,10 +4,9 @@
  * optional", and a key written into a path or a query never reaches the log.
  */
 import http from 'node:http';
-import { Writable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, useHarness } from '../support/harness.js';
+import { capturedLog } from '../support/log.js';
 import { sleep } from '../support/time.js';
 
 interface Answer {
@@ -99,19 +98,12 @@ describe('imported keys', () => {
 });
 
 describe('keys in paths and queries never reach the log', () => {
-  let out = '';
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      out += chunk.toString();
-      cb();
-    },
-  });
-  const h = useHarness({ store: 'memory', log: createLogger('debug', sink) });
+  const logs = capturedLog('debug');
+  const h = useHarness({ store: 'memory', log: logs.log });
   let key = '';
   beforeAll(async () => {
     key = (await h.createKey('paths')).key;
   });
-  afterAll(() => sink.destroy());
 
   it('redacts a key written into the path (a base-URL mistake), however the call ends, and logs no query string', async () => {
     const keyBody = key.slice(3);
@@ -125,20 +117,16 @@ describe('keys in paths and queries never reach the log', () => {
     ];
     for (const [path, headers] of calls) await (await fetch(`${h.url}${path}`, { method: 'POST', headers, body: '{}' })).arrayBuffer();
     await sleep(100);
-    const lines = out
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { msg: string; path?: string });
-    const access = lines.filter((l) => l.msg === 'request');
+    const access = logs.requests();
     expect(access.map((l) => l.path)).toEqual(['/[redacted]/v1/models', '/[redacted]/v1/models', '/[redacted]/v1/chat/completions', '/v1/[redacted]']);
-    expect(out).not.toContain(keyBody);
+    expect(logs.text()).not.toContain(keyBody);
 
     // Nor is a key given in the query string logged.
-    out = '';
+    logs.clear();
     await (await fetch(`${h.url}/v1beta/models/gemini-2.5-flash:generateContent?key=${key}`, { method: 'POST', headers: { 'x-goog-api-key': key }, body: '{}' })).arrayBuffer();
     await (await fetch(`${h.url}/v1/models?key=${key}&api_key=${key}`)).arrayBuffer();
     await sleep(100);
-    expect(out).toContain('"msg":"request"');
-    expect(out).not.toContain(keyBody);
+    expect(logs.text()).toContain('"msg":"request"');
+    expect(logs.text()).not.toContain(keyBody);
   });
 });

@@ -5,12 +5,11 @@
  * is a raw TCP server writing exactly those bytes.
  */
 import net from 'node:net';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log/index.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { request } from '../support/http.js';
+import { capturedLog } from '../support/log.js';
 import { eventually, sleep } from '../support/time.js';
 
 /** `p`'s value, or null if it takes longer than `ms`. */
@@ -59,22 +58,15 @@ describe('a relay that answers 101 Switching Protocols to an ordinary request', 
   let relay: Awaited<ReturnType<typeof switchingRelay>>;
   let h: Harness;
   let key = '';
-  let out = '';
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      out += chunk.toString();
-      cb();
-    },
-  });
+  const logs = capturedLog();
   beforeAll(async () => {
     relay = await switchingRelay();
-    h = await startHarness({ store: 'memory', env: { SLUICE_UPSTREAM_URL: relay.url }, log: createLogger('info', sink) });
+    h = await startHarness({ store: 'memory', env: { SLUICE_UPSTREAM_URL: relay.url }, log: logs.log });
     key = (await h.createKey('switch')).key;
   });
   afterAll(async () => {
     await h?.close();
     await relay?.close();
-    sink.destroy();
   });
 
   it.each(['switch', 'bare-switch'] as const)('(%s) gets 502 upstream_unreachable within a second, logged with the reason, and the relay connection closed', async (mode) => {
@@ -91,10 +83,7 @@ describe('a relay that answers 101 Switching Protocols to an ordinary request', 
     expect(r.headers['x-oneapi-request-id']).toBeDefined();
     await eventually(() => expect(relay.closed).toBeGreaterThan(closedBefore), { timeoutMs: 2000, intervalMs: 20 });
     await sleep(100);
-    const lines = out
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = logs.lines;
     const reqId = r.headers['x-oneapi-request-id'];
     expect(lines.find((l) => l.reqId === reqId && l.msg === 'relay request failed')).toMatchObject({ err: expect.stringContaining('101 Switching Protocols') as string });
     expect(lines.find((l) => l.reqId === reqId && l.msg === 'request')).toMatchObject({ decision: 'upstream_error', status: 502 });

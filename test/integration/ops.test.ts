@@ -1,32 +1,14 @@
 import http from 'node:http';
-import { Writable } from 'node:stream';
-import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log/index.js';
 import { ConfigMapDir } from '../support/configmap.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { spawnRedis, type SpawnedRedis } from '../support/redis.js';
+import { capturedLog } from '../support/log.js';
 import { eventually, sleep } from '../support/time.js';
 
 const adminAuth = { authorization: `Bearer ${ADMIN_TOKEN}` };
-
-/** A logger whose lines the test reads: all of them, and the access lines parsed. */
-function captureLog(): { log: Logger; lines: string[]; requestLines: () => Array<Record<string, unknown>> } {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      lines.push(...chunk.toString().split('\n').filter(Boolean));
-      cb();
-    },
-  });
-  return {
-    log: createLogger('info', sink),
-    lines,
-    requestLines: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request'),
-  };
-}
 
 describe('config hot reload through a ConfigMap symlink swap', () => {
   let h: Harness;
@@ -68,9 +50,9 @@ describe('config hot reload through a ConfigMap symlink swap', () => {
 
 describe('metrics, logs and rate-limit fields', () => {
   let h: Harness;
-  const { log, lines, requestLines } = captureLog();
+  const logs = capturedLog();
   beforeAll(async () => {
-    h = await startHarness({ store: 'redis', log });
+    h = await startHarness({ store: 'redis', log: logs.log });
   });
   afterAll(() => h.close());
 
@@ -107,19 +89,19 @@ describe('metrics, logs and rate-limit fields', () => {
   });
 
   it('logs one JSON line per request with the decision, and never the key', async () => {
-    lines.length = 0;
+    logs.clear();
     const { key } = await h.createKey('logger');
     await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: '{"model":"vend-flash-free"}' });
     await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}x` }, body: '{}' });
     await sleep(50);
-    const reqLines = requestLines();
+    const reqLines = logs.requests();
     expect(reqLines).toHaveLength(2);
     expect(reqLines[0]).toMatchObject({ family: 'chat', user: 'logger', model: 'vend-flash-free', decision: 'admitted', status: 200, freeTier: true });
     expect(reqLines[0]).toHaveProperty('reqId');
     expect(reqLines[0]).toHaveProperty('relayMs');
     expect(reqLines[0]).toHaveProperty('totalMs');
     expect(reqLines[1]).toMatchObject({ decision: 'unauthorized', status: 401 });
-    const all = lines.join('\n');
+    const all = logs.text();
     expect(all).not.toContain(key.slice(3));
   });
 
@@ -144,9 +126,9 @@ describe('metrics, logs and rate-limit fields', () => {
 
 describe('accessLog: errors', () => {
   let h: Harness;
-  const { log, requestLines } = captureLog();
+  const logs = capturedLog();
   beforeAll(async () => {
-    h = await startHarness({ store: 'memory', file: { accessLog: 'errors' }, log });
+    h = await startHarness({ store: 'memory', file: { accessLog: 'errors' }, log: logs.log });
   });
   afterAll(() => h.close());
 
@@ -162,7 +144,7 @@ describe('accessLog: errors', () => {
     h.relay.reset();
     expect([ok.status, refused.status, failed.status]).toEqual([200, 401, 503]);
     await sleep(50);
-    const logged = requestLines();
+    const logged = logs.requests();
     expect(logged.map((l) => [l.decision, l.status])).toEqual([
       ['unauthorized', 401],
       ['admitted', 503],

@@ -1,15 +1,8 @@
-/**
- * A relay-database outage and a Redis outage, told apart: a key neither source can judge gets the
- * contract's same 503 either way, but the metrics and the access line say which source was down
- * (outcomes relay_db_unavailable and store_unavailable). Real sockets: each source behind a TCP
- * proxy the test cuts.
- */
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { chat } from '../support/http.js';
+import { capturedLog } from '../support/log.js';
 import { consoleKey, createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
@@ -18,7 +11,8 @@ describe("outages of the relay's database and of Redis are told apart", () => {
   let pgProxy: TcpProxy;
   let redisProxy: TcpProxy;
   let h: Harness;
-  const lines: Array<Record<string, unknown>> = [];
+  const logs = capturedLog();
+  const lines = logs.lines;
 
   beforeAll(async () => {
     fx = await createRelayDb('postgres');
@@ -29,19 +23,13 @@ describe("outages of the relay's database and of Redis are told apart", () => {
     redisProxy = await startTcpProxy(redisUrl.hostname, Number(redisUrl.port || 6379));
     redisUrl.hostname = '127.0.0.1';
     redisUrl.port = String(redisProxy.port);
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        for (const l of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
-        cb();
-      },
-    });
     h = await startHarness({
       store: 'redis',
       redisUrl: redisUrl.toString(),
       redisCommandTimeoutMs: 300,
       env: { SLUICE_RELAY_DB: pgUrl.toString() },
       file: { relayDb: { queryTimeoutMs: 300 } },
-      log: pino({ level: 'info' }, sink),
+      log: logs.log,
     });
     // Ready: the relay's database was reached once.
     const user = await fx.addUser();

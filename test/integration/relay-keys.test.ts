@@ -5,12 +5,11 @@
  * wrong password has a defined answer. Real sockets, real databases, the relay stand-in.
  */
 import { spawn } from 'node:child_process';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pino from 'pino';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { chat } from '../support/http.js';
+import { capturedLog } from '../support/log.js';
 import { consoleKey, createRelayDb, DIALECTS, type RelayDbFixture } from '../support/relay-db.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { eventually, sleep } from '../support/time.js';
@@ -18,21 +17,6 @@ import { eventually, sleep } from '../support/time.js';
 async function limitsOf(h: Harness, user: string | number): Promise<{ freeTier: { user: string; window: { used: number }; day: { used: number } } }> {
   const r = await fetch(`${h.adminUrl}/admin/users/${user}/limits`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
   return (await r.json()) as { freeTier: { user: string; window: { used: number }; day: { used: number } } };
-}
-
-/** A pino logger whose lines the test can read. */
-function capturedLog() {
-  const lines: string[] = [];
-  const log = pino(
-    { level: 'debug' },
-    new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-        cb();
-      },
-    }),
-  );
-  return { log, lines };
 }
 
 describe.each(DIALECTS)('sluice in front of a relay whose keys are in its %s database', (dialect) => {
@@ -43,7 +27,7 @@ describe.each(DIALECTS)('sluice in front of a relay whose keys are in its %s dat
 
   beforeAll(async () => {
     fx = await createRelayDb(dialect);
-    logs = capturedLog();
+    logs = capturedLog('debug');
     // A first lookup on a loaded CI machine (the SQLite worker starting, the schema read) may take seconds; the bound is not what this file tests.
     h = await startHarness({ store: 'redis', env: { SLUICE_RELAY_DB: fx.dsn }, file: { relayDb: { recheckSeconds: 1, queryTimeoutMs: 10_000 } }, log: logs.log });
     user = await fx.addUser();
@@ -130,9 +114,9 @@ describe.each(DIALECTS)('sluice in front of a relay whose keys are in its %s dat
     const t = await fx.addToken(user);
     expect((await chat(h.url, `sk-${t.key}`)).status).toBe(200);
     await sleep(100);
-    const line = logs.lines.map((l) => JSON.parse(l) as Record<string, unknown>).findLast((l) => l.keyId === String(t.id));
+    const line = logs.lines.findLast((l) => l.keyId === String(t.id));
     expect(line).toMatchObject({ user: String(user), keyId: String(t.id), decision: 'admitted' });
-    expect(logs.lines.join('\n')).not.toContain(t.key);
+    expect(logs.text()).not.toContain(t.key);
   });
 
   it("keeps sluice's own registry beside the relay's keys; the relay's database wins for a key both hold", async () => {
@@ -217,7 +201,7 @@ describe('a relay database sluice cannot use at start', () => {
   afterAll(() => fx?.drop());
 
   it('with a wrong password: not ready, readiness says why, keys get 503, and the password is in no log line', async () => {
-    const logs = capturedLog();
+    const logs = capturedLog('debug');
     const dsn = fx.dsn.replace(/^([^:]*):[^@]*@/, '$1:Wr0ngPassw0rd-xyz@');
     const h = await startHarness({ store: 'memory', env: { SLUICE_RELAY_DB: dsn }, log: logs.log });
     try {
@@ -234,8 +218,8 @@ describe('a relay database sluice cannot use at start', () => {
       expect(metricValue(await metricsText(h), 'sluice_relay_db_up')).toBe(0); // not reached yet since start
       expect((await chat(h.url, `sk-${consoleKey()}`)).status).toBe(503);
       expect(JSON.stringify(body)).not.toContain('Wr0ngPassw0rd');
-      expect(logs.lines.join('\n')).not.toContain('Wr0ngPassw0rd');
-      expect(logs.lines.some((l) => l.includes('relay database unreachable or unusable'))).toBe(true);
+      expect(logs.text()).not.toContain('Wr0ngPassw0rd');
+      expect(logs.lines.some((l) => String(l.msg).includes('relay database unreachable or unusable'))).toBe(true);
     } finally {
       await h.close();
     }

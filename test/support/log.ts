@@ -13,6 +13,8 @@ export interface CapturedLog {
   text(): string;
   /** The access lines (`msg: "request"`). */
   requests(): Array<Record<string, unknown>>;
+  /** Forgets every line read so far (a test's own lines from here on). */
+  clear(): void;
 }
 
 export function capturedLog(level = 'info'): CapturedLog {
@@ -31,5 +33,14 @@ export function capturedLog(level = 'info'): CapturedLog {
       },
     }),
   );
-  return { log, lines, text: () => raw.join('\n'), requests: () => lines.filter((l) => l.msg === 'request') };
+  return {
+    log,
+    lines,
+    text: () => raw.join('\n'),
+    requests: () => lines.filter((l) => l.msg === 'request'),
+    clear: () => {
+      raw.length = 0;
+      lines.length = 0;
+    },
+  };
 }
