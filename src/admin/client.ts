@@ -7,12 +7,12 @@
 import pino from 'pino';
 import { Authenticator, storeKeySource, type KeySource } from '../auth/authenticator.js';
 import { relayKeySourceFor } from '../auth/relay-db/source.js';
-import { AdminError, AdminErrors } from '../answers/errors.js';
 import type { Config } from '../config/index.js';
 import { FreeTierLimiter } from '../limits/free-tier.js';
 import { IpLimiter } from '../limits/ip.js';
 import { systemClock } from '../runtime/clock.js';
 import { RedisStore, redisStoreOptions } from '../store/redis/index.js';
+import { namedAddress } from './ids.js';
 import { lookupKeyOwner, type KeyLookup } from './key-lookup.js';
 import { KeyService } from './keys.js';
 
@@ -50,11 +50,6 @@ export async function directClient(cfg: Config, redisUrl: string): Promise<Admin
   const ipLimiter = new IpLimiter(cfg.ipLimits, store, systemClock, { ...remember, ipv6Prefix: cfg.ipv6Prefix });
   // Only the lookup needs the relay's database: opened on first use.
   let relay: ReturnType<typeof relayKeySourceFor> | undefined;
-  const address = (text: string): string => {
-    const at = ipLimiter.bucketOf(text);
-    if (at === null) throw new AdminError(AdminErrors.INVALID_ADDRESS);
-    return at.address;
-  };
   return {
     createKey: (body) => keys.create(body),
     listKeys: async (user) => ({ keys: await keys.list(user) }),
@@ -66,7 +61,10 @@ export async function directClient(cfg: Config, redisUrl: string): Promise<Admin
       return lookupKeyOwner(new Authenticator(sources, systemClock), key);
     },
     userLimits: async (user, reset) => ({ freeTier: reset ? await freeTier.reset(user) : await freeTier.state(user) }),
-    ipLimits: async (text, reset) => ({ ipLimits: reset ? await ipLimiter.reset(address(text)) : await ipLimiter.state(address(text)) }),
+    ipLimits: async (text, reset) => {
+      const { address } = namedAddress(ipLimiter, text);
+      return { ipLimits: reset ? await ipLimiter.reset(address) : await ipLimiter.state(address) };
+    },
     close: async () => {
       await relay?.close();
       await store.close();

@@ -6,6 +6,7 @@
  * outside the rule is refused with 400 and never repeated back.
  */
 import { AdminError, AdminErrors, type AdminErrorSpec } from '../answers/errors.js';
+import type { IpLimiter } from '../limits/ip.js';
 
 /** Letters, digits and `_ . @ : + -`, 1 to 128 of them. */
 export const ID_PATTERN = /^[A-Za-z0-9_.@:+-]{1,128}$/;
@@ -23,4 +24,14 @@ export function userId(value: unknown): string {
 /** A key id (sluice makes them as `key_` and 20 hex digits), or AdminError `invalid_key_id` (400). */
 export function keyId(value: unknown): string {
   return checked(value, AdminErrors.INVALID_KEY_ID);
+}
+
+/**
+ * A client address as an operator names it (`/admin/ips/<address>/limits`, `sluice ip-limits`):
+ * canonical, with the bucket its per-IP counts are kept under, or AdminError `invalid_address` (400).
+ */
+export function namedAddress(ipLimiter: IpLimiter, text: string): { address: string; bucket: string } {
+  const at = ipLimiter.bucketOf(text);
+  if (at === null) throw new AdminError(AdminErrors.INVALID_ADDRESS);
+  return at;
 }

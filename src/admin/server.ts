@@ -7,7 +7,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { bearerToken } from '../auth/credentials.js';
-import { userId } from './ids.js';
+import { namedAddress, userId } from './ids.js';
 import { lookupRequest, type KeyLookup } from './key-lookup.js';
 import type { KeyService } from './keys.js';
 import { AdminError, AdminErrors, StoreUnavailableError, type AdminErrorSpec } from '../answers/errors.js';
@@ -228,8 +228,7 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
       action: 'limits.show',
       async run({ res, match, note }) {
         const ip = d.limits().ipLimiter;
-        const at = ip.bucketOf(pathAddress(match[1]!));
-        if (at === null) throw new AdminError(AdminErrors.INVALID_ADDRESS);
+        const at = namedAddress(ip, pathAddress(match[1]!));
         note({ ip: at.address, bucket: at.bucket });
         json(res, 200, { ipLimits: await ip.state(at.address) });
       },
@@ -240,8 +239,7 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
       action: 'limits.reset',
       async run({ res, match, note }) {
         const ip = d.limits().ipLimiter;
-        const at = ip.bucketOf(pathAddress(match[1]!));
-        if (at === null) throw new AdminError(AdminErrors.INVALID_ADDRESS);
+        const at = namedAddress(ip, pathAddress(match[1]!));
         note({ ip: at.address, bucket: at.bucket });
         json(res, 200, { ipLimits: await ip.reset(at.address) });
       },
