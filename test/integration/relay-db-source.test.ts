@@ -17,6 +17,11 @@ import { sleep } from '../support/time.js';
 
 const quiet = pino({ level: 'silent' });
 
+/** A source's options over the fixture's database, as the tests here start from. */
+function sourceOptions(fx: RelayDbFixture): RelayKeySourceOptions {
+  return { dsn: parseRelayDsn(fx.dsn, 'SLUICE_RELAY_DB'), schema: null, poolSize: 2, queryTimeoutMs: 5000, maxAgeMs: 10_000, staleMs: 60_000, clock: systemClock, log: quiet };
+}
+
 /** A source over the fixture's database whose statements are counted. */
 async function countedSource(fx: RelayDbFixture, over: Partial<RelayKeySourceOptions> = {}) {
   const dsn = parseRelayDsn(fx.dsn, 'SLUICE_RELAY_DB');
@@ -28,7 +33,7 @@ async function countedSource(fx: RelayDbFixture, over: Partial<RelayKeySourceOpt
     query: (s) => (statements.push(s.sql), params.push(s.params), real.query(s)),
     close: () => real.close(),
   };
-  const source = new RelayKeySource({ dsn, schema: null, poolSize: 2, queryTimeoutMs: 5000, maxAgeMs: 10_000, staleMs: 60_000, clock: systemClock, log: quiet, driver, ...over });
+  const source = new RelayKeySource({ ...sourceOptions(fx), driver, ...over });
   return { source, statements, params, real, lookups: () => statements.filter((s) => s.includes('FROM tokens')).length };
 }
 
@@ -151,6 +156,35 @@ describe('relay keys: bounds', () => {
       expect(lookups()).toBe(1);
     } finally {
       await source.close();
+    }
+  });
+
+  it('stays ok while a busy pool makes lookups wait out their bound but statements still succeed', async () => {
+    // One connection, each statement 600 ms: a key that queues behind one waits longer than the
+    // query timeout (500 ms) and its 250 ms grace, yet every statement answers. Busy, not down: the
+    // health (readiness, sluice_relay_db_up) must not flap to failing on every such wait.
+    const user = await fx.addUser();
+    const tokens = await Promise.all(Array.from({ length: 4 }, () => fx.addToken(user)));
+    const real = await openDriver(parseRelayDsn(fx.dsn, 'SLUICE_RELAY_DB'), { poolSize: 1, queryTimeoutMs: 5000 });
+    const slow: RelayDbDriver = { dialect: real.dialect, query: async (s) => (await sleep(600), real.query(s)), close: () => real.close() };
+    const busy = new RelayKeySource({ ...sourceOptions(fx), poolSize: 1, queryTimeoutMs: 500, driver: slow });
+    try {
+      await find(busy, tokens[0]!.key, true); // the schema read and a first statement (a renewal: no bound on its wait)
+      await sleep(600); // the last success is now older than the query timeout
+      const states = new Set<string>();
+      const watch = setInterval(() => states.add(busy.health().state), 10);
+      const first = find(busy, tokens[1]!.key);
+      await sleep(20);
+      const queued = await Promise.allSettled(tokens.slice(2).map((t) => find(busy, t.key)));
+      await first;
+      clearInterval(watch);
+      // The keys behind the first statement waited out their bound...
+      for (const r of queued) expect(r.status === 'rejected' && String(r.reason)).toMatch(/longer than|timed out/i);
+      // ...while the database answered every statement: never reported failing.
+      expect([...states]).toEqual(['ok']);
+      expect(busy.health().state).toBe('ok');
+    } finally {
+      await busy.close();
     }
   });
 
