@@ -380,6 +380,10 @@ export class Forwarder {
       xfwd: false,
       changeOrigin: true,
       ws: false,
+      // The path goes out as sluice judged it (routing/target.ts: forwardUrl). Without this,
+      // http-proxy rebuilds it with url.parse, which turns every `\` into `/`: `/v1\chat\completions`,
+      // judged as no route (no free tier, no per-IP rule), would reach the relay as /v1/chat/completions.
+      toProxy: true,
     });
     this.proxy.on('proxyReq', onProxyReq);
     this.proxy.on('proxyRes', onProxyRes);

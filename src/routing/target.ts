@@ -58,7 +58,16 @@ export function parseTarget(rawUrl: string | undefined): Target | null {
     queryKey = path === '/v1/models' && !!firstQueryValue(query, 'key');
     forwardQuery = withoutQueryKey(forwardQuery);
   }
-  return { path, forwardUrl: rawPath + forwardQuery, query, queryKey };
+  return { path, forwardUrl: forwardedPath(rawPath) + forwardQuery, query, queryKey };
+}
+
+/**
+ * The path as it leaves for the relay, which must route on the path judged here. http-proxy joins
+ * it to the target with a rewrite of the first `http:/` and `https:/` into `http://`, `https://`
+ * (common.urlJoin): their colon goes percent-encoded, which the relay decodes back to the same path.
+ */
+function forwardedPath(rawPath: string): string {
+  return rawPath.includes(':/') ? rawPath.replace(/(https?):\//g, '$1%3A/') : rawPath;
 }
 
 /** Why parseTarget refused this target (for the 400's message). */

@@ -220,3 +220,38 @@ describe('dot segments (issue #17, item 3): refused, never matched as one path a
     expect(await status('/api/log/token')).toBe(429);
   });
 });
+
+describe('the relay routes on the path sluice judged: nothing between them rewrites it', () => {
+  const h = useHarness({ store: 'memory', file: { ipLimits: [{ name: 'usage-query', paths: ['/api/log/token'], limit: 1, windowSeconds: 1200 }] } });
+  const port = (): number => Number(new URL(h.url).port);
+  const send = async (method: string, path: string, key: string, body = ''): Promise<number> => {
+    const head = `${method} ${path} HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer ${key}\r\nX-Forwarded-For: 198.51.100.78\r\n${body ? `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n` : ''}Connection: close\r\n\r\n`;
+    const c = await openRaw(port(), head + body);
+    const text = await c.waitFor(/HTTP\/1\.1 \d{3}[\s\S]*\r\n\r\n/, 3_000);
+    c.destroy();
+    return finalStatus(text);
+  };
+
+  it('forwards backslashes as sent (http-proxy once turned them into slashes: free calls went uncounted)', async () => {
+    const { user, key } = await freshUser(h, 'backslash');
+    const body = `{"model":"${FREE}","messages":[]}`;
+    // The relay stand-in, like new-api's router, finds no route there: a 404 it answers itself, never a counted-free call it serves.
+    expect(await send('POST', '/v1\\chat\\completions', key, body)).toBe(404);
+    expect(h.relay.requests.map((r) => r.url)).toEqual(['/v1\\chat\\completions']);
+    expect(h.relay.requests[0]!.model).toBeUndefined();
+    expect(await usedToday(h, user)).toBe(0);
+    // The per-IP rule's path spelt with backslashes is not the rule's path at the relay either.
+    await send('GET', '/api\\log\\token', key);
+    expect(h.relay.requests.at(-1)!.url).toBe('/api\\log\\token');
+    expect(await send('GET', '/api/log/token', key)).toBe(200);
+    expect(await send('GET', '/api/log/token', key)).toBe(429);
+  });
+
+  it('forwards `http:/` in a path as judged (http-proxy rewrites it to `http://`)', async () => {
+    const { key } = await freshUser(h, 'scheme');
+    await send('GET', '/v1/models/http:/x', key);
+    await send('GET', '/v1/models/https://y', key);
+    // Percent-encoded colons: the relay decodes them back to the paths sluice judged (slashes collapsed).
+    expect(h.relay.requests.map((r) => r.url)).toEqual(['/v1/models/http%3A/x', '/v1/models/https%3A/y']);
+  });
+});
