@@ -257,6 +257,8 @@ export function createGateway(d: GatewayDeps): Gateway {
     const rule = p.ipLimiter.match(target.path);
     if (rule) {
       const v = await p.ipLimiter.admit(rule, t.ip);
+      // A client that left while the store decided has had its line: nothing more for it.
+      if (res.destroyed) return;
       if (!v.admitted) {
         if (v.remembered) await remembered(`ip:${rule.name}`);
         if (rule.shadow) shadowReject(t, `ip:${rule.name}`, 'window');
@@ -353,6 +355,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     if (free) {
       const v = await p.freeTier.admit(auth.identity.user);
       if (!v.admitted && v.remembered) await remembered('free_tier');
+      if (res.destroyed) return;
       const shadow = p.config.freeTier.shadow;
       if (!shadow) {
         const fields = p.freeTier.rateLimitFields(v);
@@ -402,6 +405,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       requestId: t.id,
       extraHeaders,
       intercept,
+      cors: t.cors ? CORS_NORMAL : undefined,
       done: (r: ForwardResult) => {
         t.upstreamMs = r.upstreamMs;
         if (r.upstreamMs !== null) metrics.observeRelay(t.family, r.upstreamMs / 1000);

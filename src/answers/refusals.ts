@@ -10,7 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { formatMessage } from './errors.js';
 
-type Fields = Readonly<Record<string, string>>;
+export type Fields = Readonly<Record<string, string>>;
 
 /** The params a message template fills in (`{limit}`), each a string or a number. */
 type TemplateParams<M extends string> = M extends `${string}{${infer K}}${infer Rest}` ? { readonly [k in K]: string | number } & TemplateParams<Rest> : unknown;

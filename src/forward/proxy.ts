@@ -13,7 +13,7 @@ import httpProxy from 'http-proxy';
 import { createUpstreamAgent, type UpstreamAgentOptions } from './agent.js';
 import type { BodyLease } from '../http/body-budget.js';
 import { TurnBatch } from '../runtime/turn-batch.js';
-import { Refusals, sendRefusal } from '../answers/refusals.js';
+import { Refusals, sendRefusal, type Fields } from '../answers/refusals.js';
 import type { Outcome } from '../answers/outcome.js';
 import { filterResponseHeaders } from './headers.js';
 
@@ -49,6 +49,8 @@ export interface ForwardJob {
    * answer carrying the relay's CORS headers, the fields added are also exposed to a page.
    */
   extraHeaders?: Readonly<Record<string, string>>;
+  /** The relay's CORS fields, which sluice's own answers to this call carry (a cross-origin call). */
+  cors?: Fields;
 }
 
 export interface ForwarderOptions extends UpstreamAgentOptions {
@@ -105,7 +107,7 @@ class ForwarderContext {
       const s = this.head;
       this.unwait(s);
       if (s.finished) continue;
-      sendRefusal(s.res, Refusals.UPSTREAM_TIMEOUT, s.requestId, { params: { seconds: limit / 1000 } });
+      sendRefusal(s.res, Refusals.UPSTREAM_TIMEOUT, s.requestId, { params: { seconds: limit / 1000 }, cors: s.cors });
       s.finish('upstream_timeout', Refusals.UPSTREAM_TIMEOUT.status, null);
       // Its error (socket hang up) then finds the exchange finished and answers nothing more.
       s.proxyReq?.destroy();
@@ -139,6 +141,8 @@ class JobState {
   /** The body to send and what it holds of the budget, until the exchange is handed to http-proxy. */
   body: Buffer | null = null;
   lease: BodyLease | null = null;
+  /** What sluice's own answer to it carries (ForwardJob.cors). */
+  cors: Fields | undefined = undefined;
 
   constructor(
     readonly req: IncomingMessage,
@@ -231,10 +235,15 @@ function onRelayUpgrade(this: ClientRequest & Carrier, _up: IncomingMessage, soc
 const SWITCHED = 'the relay answered 101 Switching Protocols to a request that asked for no protocol switch';
 
 function refuseSwitch(state: JobState): void {
+  refuseInvalid(state, SWITCHED);
+}
+
+/** A relay answer that cannot be passed on: 502 at once, and the relay connection closed. */
+function refuseInvalid(state: JobState, why: string): void {
   if (state.finished) return;
-  const err = new Error(SWITCHED);
+  const err = new Error(why);
   if (state.res.destroyed || state.res.writableEnded) return state.finish('client_aborted', null, null, err);
-  sendRefusal(state.res, Refusals.UPSTREAM_UNREACHABLE, state.requestId);
+  sendRefusal(state.res, Refusals.UPSTREAM_UNREACHABLE, state.requestId, { cors: state.cors });
   state.finish('upstream_error', Refusals.UPSTREAM_UNREACHABLE.status, performance.now() - state.sentAt, err);
 }
 
@@ -273,6 +282,12 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
   }
   const upstreamMs = performance.now() - state.sentAt;
   const status = up.statusCode ?? 502;
+  if (status < 100 || status > 999) {
+    // Node's writeHead throws on such a status: not an answer to pass on, and not worth the process.
+    up.destroy();
+    state.proxyReq?.destroy();
+    return refuseInvalid(state, `the relay answered with status ${status}, which HTTP does not allow`);
+  }
   state.status = status;
   state.upstreamMs = upstreamMs;
   if (res.destroyed) {
@@ -334,13 +349,13 @@ function onProxyError(err: Error, req: IncomingMessage): void {
   const code = (err as NodeJS.ErrnoException).code;
   if (code === 'EMFILE' || code === 'ENFILE') {
     // The relay is not at fault: sluice has no descriptor left to reach it with.
-    sendRefusal(res, Refusals.OUT_OF_SOCKETS, state.requestId);
+    sendRefusal(res, Refusals.OUT_OF_SOCKETS, state.requestId, { cors: state.cors });
     state.finish('out_of_sockets', Refusals.OUT_OF_SOCKETS.status, null, err);
     state.ctx.onOutOfSockets?.(err);
     return;
   }
   // Never replay: a POST the relay may have started is answered 502, not retried.
-  sendRefusal(res, Refusals.UPSTREAM_UNREACHABLE, state.requestId);
+  sendRefusal(res, Refusals.UPSTREAM_UNREACHABLE, state.requestId, { cors: state.cors });
   state.finish('upstream_error', Refusals.UPSTREAM_UNREACHABLE.status, null, err);
 }
 
@@ -399,6 +414,7 @@ export class Forwarder {
     if (this.ctx.headersTimeoutMs > 0) this.ctx.wait(state);
     state.body = job.body;
     state.lease = job.lease ?? null;
+    state.cors = job.cors;
     this.turn.add(state);
   }
 
@@ -419,6 +435,8 @@ export class Forwarder {
       if (state.finished || state.res.destroyed) {
         state.lease?.release();
         state.lease = null;
+        // Its 'close' came before the exchange listened: finished here, or it would wait out the headers bound.
+        state.finish('client_aborted', null, null);
       } else {
         this.proxy.web(state.req, state.res, { target: this.target, buffer: bodyStream(body) });
       }

@@ -4,8 +4,9 @@
  * straight to the relay gets (CORS preflights, list formats chosen by key headers), and the relay
  * only ever authenticates the key sluice authenticated.
  */
+import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { useHarness, type Harness } from '../support/harness.js';
+import { startHarness, useHarness, type Harness } from '../support/harness.js';
 import { freshUser, usedToday } from '../support/helpers.js';
 import { request, type RawResponse } from '../support/http.js';
 
@@ -190,4 +191,38 @@ describe('the key header the client used (issue #17, item 9)', () => {
       expect(seen.url).not.toContain(other.slice(3));
     }
   });
+});
+
+describe("sluice's answers for a relay that fails carry the CORS fields too", () => {
+  it('502 for a relay that is not listening, 504 for one that never answers: both readable cross-origin', async () => {
+    const silent = net.createServer((s) => s.on('error', () => {})); // accepts, never answers
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const closedPort = (closed.address() as net.AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r())); // nothing listens there now
+    const cases: Array<[upstream: string, status: number, code: string]> = [
+      [`http://127.0.0.1:${closedPort}`, 502, 'upstream_unreachable'],
+      [`http://127.0.0.1:${(silent.address() as net.AddressInfo).port}`, 504, 'upstream_timeout'],
+    ];
+    try {
+      for (const [upstream, status, code] of cases) {
+        const h = await startHarness({ store: 'memory', env: { SLUICE_UPSTREAM_URL: upstream }, file: { upstream: { headersTimeoutSeconds: 1 } } });
+        try {
+          const { key } = await h.createKey(`cors-${status}`);
+          const r = await request(h.url, 'POST', '/v1/chat/completions', {
+            headers: { origin: ORIGIN, authorization: `Bearer ${key}` },
+            body: '{"model":"vend-flash","messages":[]}',
+          });
+          expect(r.status).toBe(status);
+          expect(JSON.parse(r.text)).toMatchObject({ error: { code } });
+          expect(cors(r)).toEqual(OWN_CORS);
+        } finally {
+          await h.close();
+        }
+      }
+    } finally {
+      silent.close();
+    }
+  }, 15_000);
 });

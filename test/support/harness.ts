@@ -45,6 +45,8 @@ export interface HarnessOptions {
   /** Watch a config file (hot reload), as npm start does with SLUICE_CONFIG. */
   configFile?: { path: string; env: NodeJS.ProcessEnv; pollMs?: number };
   log?: import('pino').Logger;
+  /** With store 'memory': this in-process store instead of a new one (a test's slowed or counting store). */
+  memoryStore?: MemoryStore;
   /** Build the store from the config as npm start does (Sentinel, Cluster). */
   storeFromConfig?: boolean;
   idleGc?: SluiceOptions['idleGc'];
@@ -79,7 +81,7 @@ export async function startHarness(opts: HarnessOptions): Promise<Harness> {
     await rs.waitReady();
     store = rs;
   } else {
-    store = new MemoryStore();
+    store = opts.memoryStore ?? new MemoryStore();
   }
   const log = opts.log ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const sluice = createSluice({ config, clock, store, log, processMetrics: false, configFile: opts.configFile, idleGc: opts.idleGc, auth: opts.auth });
