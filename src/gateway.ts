@@ -5,6 +5,7 @@
  * Nothing a client sends may throw past `handle`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { boundLogged, createAccessLog, wantsAccessLine, type AccessRecord } from './log/access.js';
 import { REGISTRY_SOURCE, type Authenticator } from './auth/authenticator.js';
@@ -54,6 +55,8 @@ interface Trace extends AccessRecord {
   cors?: boolean;
   /** The client sent `Expect: 100-continue`: it waits for sluice's invitation before sending the body. */
   expectsContinue: boolean;
+  /** Its response closed, or its connection died with it queued: what it held is released. */
+  closed?: boolean;
   /** What its body holds of the bodies' budget; released when the response closes, if not before. */
   lease: BodyLease | null;
 }
@@ -156,6 +159,31 @@ export interface Gateway extends RequestHandler {
    * answer (already answered, or not a gateway request).
    */
   requestTimedOut(res: ServerResponse, seconds: number): boolean;
+}
+
+/**
+ * The responses of each connection not closed yet. Node answers a connection's requests in order,
+ * and a response queued behind another (pipelining) gets no 'close' when the connection dies: it
+ * is closed here as Node closes the one under way, or what its request holds (the in-flight count,
+ * its body's budget, a relay exchange) stays held for good.
+ */
+const pending = new WeakMap<Socket, Set<ServerResponse>>();
+
+function closesWithConnection(socket: Socket, res: ServerResponse): void {
+  let open = pending.get(socket);
+  if (open === undefined) {
+    const responses = (open = new Set());
+    pending.set(socket, responses);
+    socket.once('close', () => {
+      for (const r of responses) {
+        if (r.socket !== null) continue; // the one under way: Node closes it
+        r.destroyed = true;
+        r.emit('close');
+      }
+      responses.clear();
+    });
+  }
+  open.add(res);
 }
 
 export function createGateway(d: GatewayDeps): Gateway {
@@ -423,6 +451,9 @@ export function createGateway(d: GatewayDeps): Gateway {
   }
 
   function responseClosed(res: ServerResponse, t: Trace): void {
+    if (t.closed) return;
+    t.closed = true;
+    pending.get(res.req.socket)?.delete(res);
     metrics.inflight--;
     if (t.lease !== null) t.lease.release();
     // A client that left before any answer still gets its line.
@@ -446,6 +477,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     metrics.inflight++;
     traces.set(res, t);
     res.on('close', () => responseClosed(res, t));
+    closesWithConnection(req.socket, res);
     if (d.draining()) res.setHeader('connection', 'close');
     handle(req, res, t).catch((err: unknown) => {
       if (err instanceof StoreUnavailableError) {

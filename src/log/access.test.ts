@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino, { type Logger, type LoggerOptions } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { accessFields, boundLogged, createAccessLog, jsonString, LOGGED_FIELD_MAX_CHARS, redactPath, wantsAccessLine, type AccessRecord } from './access.js';
+import { accessFields, boundLogged, createAccessLog, loggedModel, jsonString, LOGGED_FIELD_MAX_CHARS, redactPath, wantsAccessLine, type AccessRecord } from './access.js';
 import { createLogger, logDestination } from './index.js';
 import type { Outcome } from '../answers/outcome.js';
 
@@ -312,6 +312,19 @@ describe('keys in the logged path', () => {
       expect(text).not.toContain(sluiceKey.slice(3));
       expect((JSON.parse(text) as { path: string }).path).toBe('/[redacted]/v1/models');
     }
+  });
+
+  it('never writes a key sent as the model (SDK arguments swapped), direct or through pino; real model ids stay', () => {
+    const a = sink();
+    const b = sink();
+    const r = { ...base, model: sluiceKey };
+    createAccessLog(createLogger('info', a.stream))(r, 'admitted');
+    createAccessLog(pino({ redact: ['ip'] }, b.stream))(r, 'admitted');
+    for (const text of [a.text(), b.text()]) {
+      expect(text).not.toContain(sluiceKey.slice(3));
+      expect((JSON.parse(text) as { model: string }).model).toBe('[redacted]');
+    }
+    for (const m of ['gpt-4o-mini', 'Qwen2-VL-72B-Instruct-GPTQ-Int4-AWQ', 'sk-short', 'skills-model']) expect(loggedModel(m)).toBe(m);
   });
 });
 

@@ -93,6 +93,14 @@ export function boundLogged(value: string): string {
   return Buffer.from(value.slice(0, end), 'utf16le').toString('utf16le') + marker;
 }
 
+/** A model that is a key (`sk-` and 16 or more characters): a client swapped an SDK's key and model arguments. */
+const KEY_AS_MODEL = /^[sS][kK]-.{16,}$/s;
+
+/** The model as logged: bounded, and never a key sent in its place. */
+export function loggedModel(model: string): string {
+  return KEY_AS_MODEL.test(model) ? REDACTED_SEGMENT : boundLogged(model);
+}
+
 /**
  * The access line's fields, in the order they are written. Fields left undefined are omitted.
  * Fields taken from the request are bounded (boundLogged).
@@ -106,7 +114,7 @@ export function accessFields(r: AccessRecord, decision: Outcome, totalMs: number
     ip: r.ip,
     user: r.user,
     keyId: r.keyId,
-    model: r.model == null ? undefined : boundLogged(r.model),
+    model: r.model == null ? undefined : loggedModel(r.model),
     freeTier: r.freeTier,
     shadow: r.shadow,
     decision,
@@ -141,7 +149,7 @@ export function accessLineFields(r: AccessRecord, decision: Outcome, totalMs: nu
   let s = `,"reqId":${str(r.id)},"method":${str(r.method)},"path":${str(boundLogged(redactPath(r.path)))},"family":${str(r.family)},"ip":${str(r.ip)}`;
   if (r.user !== undefined) s += `,"user":${str(r.user)}`;
   if (r.keyId !== undefined) s += `,"keyId":${str(r.keyId)}`;
-  if (r.model != null) s += `,"model":${str(boundLogged(r.model))}`;
+  if (r.model != null) s += `,"model":${str(loggedModel(r.model))}`;
   if (r.freeTier !== undefined) s += `,"freeTier":${r.freeTier}`;
   if (r.shadow !== undefined) s += `,"shadow":${str(r.shadow)}`;
   s += `,"decision":${str(decision)}`;

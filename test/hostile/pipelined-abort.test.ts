@@ -1,0 +1,51 @@
+/**
+ * A client that pipelines requests behind a slow one and drops the connection. Node answers a
+ * connection's requests in order and gives a response queued behind another no 'close' of its own
+ * when the connection dies: sluice once never released what those requests held. An attacker
+ * with any key (or none) raised sluice_inflight_requests without bound and, with bodies, kept the
+ * bodies' budget spent until every large call from every user was answered 503.
+ */
+import net from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { useHarness } from '../support/harness.js';
+import { metricsText, metricValue } from '../support/helpers.js';
+import { eventually, sleep } from '../support/time.js';
+
+describe('pipelined requests on a connection that dies', () => {
+  const h = useHarness({ store: 'memory' });
+
+  it('release their count and their bodies once the connection is gone', async () => {
+    const { key } = await h.createKey('pipeliner');
+    const port = Number(new URL(h.url).port);
+    const big = Buffer.concat([Buffer.from('{"model":"vend-flash","messages":[],"pad":"'), Buffer.alloc(8 * 1024 * 1024, 0x61), Buffer.from('"}')]);
+    const head = (length: number) =>
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+    // JSON cut short: each answered 400 by sluice, queued behind the first answer.
+    const cut = Buffer.from('{"model":"vend-flash","pad":"' + 'a'.repeat(256 * 1024));
+    const wrongKeys = 'GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong\r\n\r\n'.repeat(200);
+    for (let round = 0; round < 3; round++) {
+      const s = net.connect(port, '127.0.0.1');
+      s.on('error', () => {});
+      s.pause(); // reads nothing: the first answer cannot finish, everything after it queues
+      await new Promise<void>((r) => s.once('connect', r));
+      s.write(Buffer.concat([Buffer.from(head(big.length)), big]));
+      for (let i = 0; i < 10; i++) s.write(Buffer.concat([Buffer.from(head(cut.length)), cut]));
+      // A body declared 2 bytes longer than sent: it runs into the next request, the rest is no
+      // HTTP, and Node drops the connection with the answers before it still queued.
+      s.write(Buffer.concat([Buffer.from(head(cut.length + 2)), cut]));
+      s.write(Buffer.concat([Buffer.from(head(cut.length)), cut]));
+      s.write(wrongKeys);
+      await sleep(400);
+      s.destroy();
+    }
+    await eventually(
+      async () => {
+        const text = await metricsText(h);
+        expect(metricValue(text, 'sluice_open_connections')).toBe(0);
+        expect(metricValue(text, 'sluice_inflight_requests')).toBe(0);
+        expect(metricValue(text, 'sluice_body_bytes')).toBe(0);
+      },
+      { timeoutMs: 10_000, what: 'the dead connections’ requests to be released' },
+    );
+  }, 30_000);
+});
