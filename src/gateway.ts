@@ -169,6 +169,20 @@ export interface Gateway extends RequestHandler {
  */
 const pending = new WeakMap<Socket, Set<ServerResponse>>();
 
+/**
+ * Requests one connection may have in progress at once (pipelined, each answered in turn). No SDK
+ * or browser pipelines; a client that sends thousands without reading would otherwise have every
+ * one handled at once (a relay socket each, its answer held until its turn). The connection of a
+ * request past it is closed, as one over server.maxConnections is: a constant, not a setting.
+ */
+export const MAX_PIPELINED_REQUESTS = 32;
+
+/** Whether `socket` already has MAX_PIPELINED_REQUESTS requests in progress. */
+function pipelinedTooDeep(socket: Socket): boolean {
+  const open = pending.get(socket);
+  return open !== undefined && open.size >= MAX_PIPELINED_REQUESTS;
+}
+
 function closesWithConnection(socket: Socket, res: ServerResponse): void {
   let open = pending.get(socket);
   if (open === undefined) {
@@ -464,6 +478,14 @@ export function createGateway(d: GatewayDeps): Gateway {
   }
 
   function start(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void {
+    if (pipelinedTooDeep(req.socket)) {
+      // Said once per connection; its requests in progress are released as it closes.
+      if (!req.socket.destroyed) {
+        log.warn({ ip: req.socket.remoteAddress, limit: MAX_PIPELINED_REQUESTS }, 'connection closed: more pipelined requests in progress than allowed');
+        req.socket.destroy();
+      }
+      return;
+    }
     const t: Trace = {
       id: newRequestId(d.clock.now()),
       start: performance.now(),

@@ -7,6 +7,7 @@
  */
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { MAX_PIPELINED_REQUESTS } from '../../src/gateway.js';
 import { useHarness } from '../support/harness.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { eventually, sleep } from '../support/time.js';
@@ -47,5 +48,34 @@ describe('pipelined requests on a connection that dies', () => {
       },
       { timeoutMs: 10_000, what: 'the dead connections’ requests to be released' },
     );
+  }, 30_000);
+
+  it('closes a connection with more requests in progress than MAX_PIPELINED_REQUESTS; one within it is answered in full', async () => {
+    const { key } = await h.createKey('deep-pipeliner');
+    const port = Number(new URL(h.url).port);
+    const call = `GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`;
+
+    // Within the bound: every answer arrives, in order, on the one connection.
+    const within = net.connect(port, '127.0.0.1');
+    let answers = '';
+    within.on('data', (c: Buffer) => (answers += c.toString('latin1')));
+    within.write(call.repeat(MAX_PIPELINED_REQUESTS));
+    await eventually(() => expect(answers.match(/HTTP\/1\.1 200 /g)?.length).toBe(MAX_PIPELINED_REQUESTS), { what: 'every pipelined answer' });
+    within.destroy();
+
+    // 5,000 on one connection at once: sluice closes it, having handled no more than the bound.
+    const before = h.relay.started;
+    const deep = net.connect(port, '127.0.0.1');
+    deep.on('error', () => {});
+    deep.resume(); // answers read and dropped, so that the close is seen
+    const closed = new Promise<void>((r) => deep.once('close', () => r()));
+    await new Promise<void>((r) => deep.once('connect', r));
+    deep.write(call.repeat(5000));
+    await closed;
+    expect(h.relay.started - before).toBeLessThanOrEqual(MAX_PIPELINED_REQUESTS);
+    await eventually(async () => expect(metricValue(await metricsText(h), 'sluice_inflight_requests')).toBe(0), { what: 'its requests to be released' });
+    // Others are served as before.
+    const r = await fetch(`${h.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+    expect(r.status).toBe(200);
   }, 30_000);
 });
