@@ -5,7 +5,6 @@
  * Nothing a client sends may throw past `handle`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { boundLogged, createAccessLog, wantsAccessLine, type AccessRecord } from './log/access.js';
 import { REGISTRY_SOURCE, type Authenticator } from './auth/authenticator.js';
@@ -26,6 +25,7 @@ import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.j
 import type { Outcome } from './answers/outcome.js';
 import type { Policy } from './limits/policy.js';
 import { newRequestId } from './http/request-id.js';
+import { closedOnConnection, closesWithConnection, MAX_PIPELINED_REQUESTS, pipelinedTooDeep } from './http/pipelining.js';
 import { routeOf, type RouteFamily } from './routing/routes.js';
 import { invalidTargetReason, parseTarget } from './routing/target.js';
 import { atTurnEnd } from './runtime/turn-batch.js';
@@ -159,45 +159,6 @@ export interface Gateway extends RequestHandler {
    * answer (already answered, or not a gateway request).
    */
   requestTimedOut(res: ServerResponse, seconds: number): boolean;
-}
-
-/**
- * The responses of each connection not closed yet. Node answers a connection's requests in order,
- * and a response queued behind another (pipelining) gets no 'close' when the connection dies: it
- * is closed here as Node closes the one under way, or what its request holds (the in-flight count,
- * its body's budget, a relay exchange) stays held for good.
- */
-const pending = new WeakMap<Socket, Set<ServerResponse>>();
-
-/**
- * Requests one connection may have in progress at once (pipelined, each answered in turn). No SDK
- * or browser pipelines; a client that sends thousands without reading would otherwise have every
- * one handled at once (a relay socket each, its answer held until its turn). The connection of a
- * request past it is closed, as one over server.maxConnections is: a constant, not a setting.
- */
-export const MAX_PIPELINED_REQUESTS = 32;
-
-/** Whether `socket` already has MAX_PIPELINED_REQUESTS requests in progress. */
-function pipelinedTooDeep(socket: Socket): boolean {
-  const open = pending.get(socket);
-  return open !== undefined && open.size >= MAX_PIPELINED_REQUESTS;
-}
-
-function closesWithConnection(socket: Socket, res: ServerResponse): void {
-  let open = pending.get(socket);
-  if (open === undefined) {
-    const responses = (open = new Set());
-    pending.set(socket, responses);
-    socket.once('close', () => {
-      for (const r of responses) {
-        if (r.socket !== null) continue; // the one under way: Node closes it
-        r.destroyed = true;
-        r.emit('close');
-      }
-      responses.clear();
-    });
-  }
-  open.add(res);
 }
 
 export function createGateway(d: GatewayDeps): Gateway {
@@ -467,7 +428,7 @@ export function createGateway(d: GatewayDeps): Gateway {
   function responseClosed(res: ServerResponse, t: Trace): void {
     if (t.closed) return;
     t.closed = true;
-    pending.get(res.req.socket)?.delete(res);
+    closedOnConnection(res);
     metrics.inflight--;
     if (t.lease !== null) t.lease.release();
     // A client that left before any answer still gets its line.

@@ -247,6 +247,15 @@ describe('the relay routes on the path sluice judged: nothing between them rewri
     expect(await send('GET', '/api/log/token', key)).toBe(429);
   });
 
+  it('forwards a `#` in the path as sent (url.parse once dropped it and what follows)', async () => {
+    const { key } = await freshUser(h, 'hash');
+    const body = `{"model":"${FREE}","messages":[]}`;
+    await send('POST', '/v1/chat/completions#x', key, body);
+    await send('POST', `/v1beta/models/${FREE}#:generateContent`, key, body);
+    // Go keeps a '#' in the request target as part of the path: the relay routes none of these.
+    expect(h.relay.requests.map((r) => r.url)).toEqual(['/v1/chat/completions#x', `/v1beta/models/${FREE}#:generateContent`]);
+  });
+
   it('forwards `http:/` in a path as judged (http-proxy rewrites it to `http://`)', async () => {
     const { key } = await freshUser(h, 'scheme');
     await send('GET', '/v1/models/http:/x', key);

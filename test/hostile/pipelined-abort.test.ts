@@ -7,7 +7,7 @@
  */
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { MAX_PIPELINED_REQUESTS } from '../../src/gateway.js';
+import { MAX_PIPELINED_REQUESTS } from '../../src/http/pipelining.js';
 import { useHarness } from '../support/harness.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { eventually, sleep } from '../support/time.js';

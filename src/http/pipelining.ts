@@ -1,0 +1,52 @@
+/**
+ * HTTP/1.1 pipelining: a connection's requests in progress, answered in turn. Node gives a
+ * response queued behind another no 'close' when the connection dies, and reads every request a
+ * client has sent before any answer is written; both are bounded here.
+ */
+import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/**
+ * The responses of each connection not closed yet. Node answers a connection's requests in order,
+ * and a response queued behind another (pipelining) gets no 'close' when the connection dies: it
+ * is closed here as Node closes the one under way, or what its request holds (the in-flight count,
+ * its body's budget, a relay exchange) stays held for good.
+ */
+const pending = new WeakMap<Socket, Set<ServerResponse>>();
+
+/**
+ * Requests one connection may have in progress at once (pipelined, each answered in turn). No SDK
+ * or browser pipelines; a client that sends thousands without reading would otherwise have every
+ * one handled at once (a relay socket each, its answer held until its turn). The connection of a
+ * request past it is closed, as one over server.maxConnections is: a constant, not a setting.
+ */
+export const MAX_PIPELINED_REQUESTS = 32;
+
+/** Whether `socket` already has MAX_PIPELINED_REQUESTS requests in progress. */
+export function pipelinedTooDeep(socket: Socket): boolean {
+  const open = pending.get(socket);
+  return open !== undefined && open.size >= MAX_PIPELINED_REQUESTS;
+}
+
+/** Counts `res` among its connection's responses in progress, closed with the connection if still queued then. */
+export function closesWithConnection(socket: Socket, res: ServerResponse): void {
+  let open = pending.get(socket);
+  if (open === undefined) {
+    const responses = (open = new Set());
+    pending.set(socket, responses);
+    socket.once('close', () => {
+      for (const r of responses) {
+        if (r.socket !== null) continue; // the one under way: Node closes it
+        r.destroyed = true;
+        r.emit('close');
+      }
+      responses.clear();
+    });
+  }
+  open.add(res);
+}
+
+/** `res` closed: no longer in progress on its connection. */
+export function closedOnConnection(res: ServerResponse): void {
+  pending.get(res.req.socket)?.delete(res);
+}
