@@ -10,7 +10,7 @@ import type { SpawnedRedis } from '../../test/support/redis.js';
 import { ForeignLoad, perRequest, threadSample, type Server } from './proc.js';
 import { RedisCounter, type CommandCounts } from './redis-stats.js';
 import { chatUrl, keysOf } from './requests.js';
-import { f, int, median, sleep, table, withRange } from './scenario.js';
+import { f, int, median, sleep, table, withInterval } from './scenario.js';
 import type { SluiceServer } from './sluice.js';
 import { wrk } from './wrk.js';
 
@@ -129,7 +129,7 @@ export function roundsTable(variants: readonly Variant[], samples: Map<string, S
     return [
       label(v),
       int(m('rps')),
-      v.baseline === v.id ? '1.00' : withRange(ratios(xs, samples.get(v.baseline)!)),
+      v.baseline === v.id ? '1.00' : withInterval(ratios(xs, samples.get(v.baseline)!)),
       f(m('p99')),
       f(m('cpuUs'), 0),
       f(m('wakeups'), 3),
@@ -146,7 +146,7 @@ export function roundsTable(variants: readonly Variant[], samples: Map<string, S
     [
       'variant',
       'req/s',
-      'of bare (rounds)',
+      'of bare (paired median)',
       'p99 ms',
       'CPU µs/req',
       'wake-ups/req',

@@ -71,6 +71,45 @@ export function withRange(xs: readonly number[], d = 2): string {
   return `${f(median(xs), d)} (${f(Math.min(...xs), d)}–${f(Math.max(...xs), d)})`;
 }
 
+/**
+ * The median of paired per-round figures with its 95 % confidence interval: the order statistics a
+ * sign test puts around it (distribution-free: the rounds' spread on this machine is neither
+ * normal nor steady). Null below 6 values, where no such interval reaches 95 %.
+ */
+export function medianInterval(xs: readonly number[]): { median: number; lo: number; hi: number } | null {
+  const n = xs.length;
+  if (n < 6) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  // The largest j with P(Binomial(n, ½) ≤ j − 1) ≤ 2.5 %: the interval is the j-th value from each end.
+  let j = 0;
+  let below = 0; // P(X ≤ j − 1)
+  let term = 0.5 ** n; // P(X = j)
+  while (below + term <= 0.025) {
+    below += term;
+    term *= (n - j) / (j + 1);
+    j++;
+  }
+  return { median: median(s), lo: s[j - 1]!, hi: s[n - j]! };
+}
+
+/** `0.95 (95 % CI 0.91–0.99)`, or withRange's form when there are too few rounds for an interval. */
+export function withInterval(xs: readonly number[], d = 2): string {
+  const m = medianInterval(xs);
+  return m ? `${f(m.median, d)} (95 % CI ${f(m.lo, d)}–${f(m.hi, d)})` : withRange(xs, d);
+}
+
+/**
+ * A target on paired rounds, judged on the 95 % interval of their median: PASS when all of it
+ * meets `ok`, FAIL when none of it does, INCONCLUSIVE when it straddles the bound (or there are
+ * too few rounds for an interval: then the median alone is judged).
+ */
+export function judged(target: string, xs: readonly number[], ok: (x: number) => boolean, d = 2, unit = ''): Check {
+  const m = medianInterval(xs);
+  const measured = `${withInterval(xs, d)}${unit}`;
+  if (!m) return check(target, measured, ok(median(xs)));
+  return check(target, measured, ok(m.lo) && ok(m.hi) ? true : !ok(m.lo) && !ok(m.hi) ? false : null);
+}
+
 /** A target's verdict: null when the noise of the machine exceeds what is judged. */
 export function check(target: string, measured: string, ok: boolean | null): Check {
   return { target, measured, verdict: ok === null ? 'INCONCLUSIVE' : ok ? 'PASS' : 'FAIL' };

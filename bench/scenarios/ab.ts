@@ -11,7 +11,7 @@
 import { buildSide } from '../lib/build.js';
 import { FREE_BODY, PAID_BODY, expectStatus } from '../lib/requests.js';
 import { pairedRounds, ratios, roundsTable, type Variant } from '../lib/rounds.js';
-import { check, f, info, median, numFlag, strFlag, withRange, type Check, type Scenario } from '../lib/scenario.js';
+import { check, f, info, median, medianInterval, numFlag, strFlag, withInterval, type Check, type Scenario } from '../lib/scenario.js';
 import { RELAY_NAMES, parseRelay, withSession } from '../lib/session.js';
 import { FREE_TIER_OUT_OF_REACH } from './throughput.js';
 
@@ -23,15 +23,15 @@ export const ab: Scenario = {
     after: { type: 'string', help: 'a git ref or a directory holding src/ (default ., this working tree)' },
     path: { type: 'string', help: 'paid | free | both (default paid)' },
     relay: { type: 'string', help: 'standin | minimal (default standin)' },
-    rounds: { type: 'string', help: 'rounds (default 6)' },
-    seconds: { type: 'string', help: 'seconds per variant and round (default 4)' },
+    rounds: { type: 'string', help: 'rounds (default 60: a 95 % interval of about ±3 % here)' },
+    seconds: { type: 'string', help: 'seconds per variant and round (default 2)' },
     pause: { type: 'string', help: 'seconds every server idles between rounds (default 0)' },
     'after-env': { type: 'string', multiple: true, help: 'K=V, a setting or variable for the after side only (repeatable)' },
     'after-node-flags': { type: 'string', help: 'Node flags for the after side only, space-separated' },
   },
   async run(ctx) {
-    const rounds = numFlag(ctx, 'rounds', ctx.quick ? 2 : 6);
-    const seconds = numFlag(ctx, 'seconds', ctx.quick ? 2 : 4);
+    const rounds = numFlag(ctx, 'rounds', ctx.quick ? 2 : 60);
+    const seconds = numFlag(ctx, 'seconds', ctx.quick ? 1 : 2);
     const pauseSeconds = numFlag(ctx, 'pause', 0);
     const path = strFlag(ctx, 'path') ?? 'paid';
     if (!['paid', 'free', 'both'].includes(path)) throw new Error(`--path must be paid, free or both, not ${path}`);
@@ -78,14 +78,17 @@ export const ab: Scenario = {
         if (!samples.has(a)) continue;
         const r = ratios(samples.get(a)!, samples.get(b)!);
         const dCpu = median(samples.get(a)!.map((x, i) => x.cpuUs - samples.get(b)![i]!.cpuUs));
-        // A change inside the rounds' own spread is no change measured.
-        const lo = Math.min(...r);
-        const hi = Math.max(...r);
-        const verdict =
-          rounds < 5 ? 'too few rounds to tell' : lo > 1 || hi < 1 ? `${median(r) > 1 ? 'faster' : 'slower'} in every round` : 'within noise (rounds on both sides of 1)';
-        checks.push(info(`${what} path: after / before req/s, paired`, `${withRange(r)}: ${verdict}; CPU ${dCpu >= 0 ? '+' : ''}${f(dCpu, 1)} µs/req`));
+        // A change whose 95 % interval includes 1 is no change measured.
+        const m = medianInterval(r);
+        const verdict = !m ? 'too few rounds to tell (6 or more)' : m.lo > 1 ? 'faster' : m.hi < 1 ? 'slower' : 'within noise (its 95 % interval includes 1)';
+        checks.push(
+          info(
+            `${what} path: after / before req/s, paired`,
+            `${withInterval(r)}, rounds ${f(Math.min(...r))}–${f(Math.max(...r))}: ${verdict}; CPU ${dCpu >= 0 ? '+' : ''}${f(dCpu, 1)} µs/req`,
+          ),
+        );
         lines.push(
-          `- ${what} path, of bare: before ${withRange(ratios(samples.get(b)!, samples.get('bare')!))}, after ${withRange(ratios(samples.get(a)!, samples.get('bare')!))}`,
+          `- ${what} path, of bare: before ${withInterval(ratios(samples.get(b)!, samples.get('bare')!))}, after ${withInterval(ratios(samples.get(a)!, samples.get('bare')!))}`,
         );
       }
       checks.push(
