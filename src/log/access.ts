@@ -1,11 +1,11 @@
 /**
  * The access line: one JSON line per request, at info, with the record's fields and `msg:
- * "request"`. On sluice's own logger it is built here, its fields in a fixed order serialized
- * once, and written by the logger's InfoLine: the same line, byte for byte, as `log.info` with
- * accessFields would write (src/log/access.test.ts compares them), onto the same destination,
- * without pino's generic walk of an object built per request. Its fields hold no secret (a user
- * id and a key id, never a key; the path through redactPath), so redaction has nothing to do in
- * it. Any other logger (a child, a test's own pino) is given the fields by `log.info`.
+ * "request"`. On sluice's own logger its fields, a fixed set, are serialized by one JSON.stringify
+ * and written by the logger's InfoLine: the same line, byte for byte, as `log.info` would write
+ * (src/log/access.test.ts compares them), onto the same destination, without pino's generic walk
+ * of the object. Its fields hold no secret (a user id and a key id, never a key; the path through
+ * redactPath, the model through loggedModel), so redaction has nothing to do in it. Any other
+ * logger (a child, a test's own pino) is given the fields by `log.info`.
  */
 import type { Outcome } from '../answers/outcome.js';
 import type { Logger } from 'pino';
@@ -102,8 +102,8 @@ export function loggedModel(model: string): string {
 }
 
 /**
- * The access line's fields, in the order they are written. Fields left undefined are omitted.
- * Fields taken from the request are bounded (boundLogged).
+ * The access line's fields, in the order they are written. Fields left undefined are omitted (as
+ * JSON.stringify and pino both omit them). Fields taken from the request are bounded (boundLogged).
  */
 export function accessFields(r: AccessRecord, decision: Outcome, totalMs: number): Record<string, unknown> {
   return {
@@ -126,47 +126,18 @@ export function accessFields(r: AccessRecord, decision: Outcome, totalMs: number
   };
 }
 
-/**
- * Printable ASCII other than `"` and `\\`: the characters JSON.stringify writes as they are (it
- * escapes only those two, control characters and lone surrogates).
- */
-const PLAIN = /^[ !#-[\]-~]*$/;
-/**
- * A string as JSON.stringify writes it, which is what pino writes for these fields (its lone
- * surrogates escaped by sluice's streamWrite hook). Most fields are plain and quoted as they are:
- * half the cost of JSON.stringify (bench/access-line.ts); access.test.ts checks every code unit.
- */
-export const jsonString = (s: string): string => (PLAIN.test(s) ? `"${s}"` : JSON.stringify(s));
-const str = jsonString;
-/** A number as pino writes it: a finite one as JavaScript prints it, anything else as null. */
-const num = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
-
-/**
- * The access line's fields serialized, as InfoLine takes them: accessFields' fields in its order,
- * undefined ones omitted, `"msg":"request"` last.
- */
-export function accessLineFields(r: AccessRecord, decision: Outcome, totalMs: number): string {
-  let s = `,"reqId":${str(r.id)},"method":${str(r.method)},"path":${str(boundLogged(redactPath(r.path)))},"family":${str(r.family)},"ip":${str(r.ip)}`;
-  if (r.user !== undefined) s += `,"user":${str(r.user)}`;
-  if (r.keyId !== undefined) s += `,"keyId":${str(r.keyId)}`;
-  if (r.model != null) s += `,"model":${str(loggedModel(r.model))}`;
-  if (r.freeTier !== undefined) s += `,"freeTier":${r.freeTier}`;
-  if (r.shadow !== undefined) s += `,"shadow":${str(r.shadow)}`;
-  s += `,"decision":${str(decision)}`;
-  if (r.reason !== undefined) s += `,"reason":${str(r.reason)}`;
-  if (r.status !== undefined) s += `,"status":${num(r.status)}`;
-  if (r.decidedMs !== undefined) s += `,"decisionMs":${num(round(r.decidedMs))}`;
-  if (r.upstreamMs != null) s += `,"relayMs":${num(round(r.upstreamMs))}`;
-  return `${s},"totalMs":${num(totalMs)},"msg":"request"`;
-}
+/** A request as it ended: its record, its decision, and its total milliseconds. */
+type Ended = [AccessRecord, Outcome, number];
 
 export function createAccessLog(log: Logger): AccessLog {
-  const line = infoLine(log);
+  // The record is read when its line is built, at the end of the turn; nothing writes to it once
+  // its request has ended.
+  const line = infoLine(log, ([r, decision, totalMs]: Ended) => accessFields(r, decision, totalMs), 'request');
   return (r, decision) => {
     // Checked first so that a logger above info builds nothing.
     if (!log.isLevelEnabled('info')) return;
     const totalMs = round(performance.now() - r.start);
-    if (line) line(accessLineFields(r, decision, totalMs));
+    if (line) line([r, decision, totalMs]);
     else log.info(accessFields(r, decision, totalMs), 'request');
   };
 }

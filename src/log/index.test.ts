@@ -87,26 +87,29 @@ describe('log destination', () => {
     };
   }
 
-  it('writes what it holds to stdout when the process exits, even through process.exit', () => {
+  it('writes what it holds to stdout when the process exits, even through process.exit, lines of the turn included', () => {
     const r = runScript(`
+      const { infoLine } = await import('./src/log/index.ts');
       const log = createLogger('info');
       log.info({ port: 8080 }, 'listening');
+      infoLine(log, (id) => ({ reqId: id }), 'request')('r-1');
       log.error({ reason: 'test' }, 'failed');
       process.exit(1);
     `);
     expect(r.status, r.stderr).toBe(1);
-    expect(r.msgs).toEqual(['listening', 'failed']);
+    expect(r.msgs).toEqual(['listening', 'failed', 'request']);
   });
 
   it('writes what it holds when an uncaught exception ends the process', () => {
     const r = runScript(`
       const log = createLogger('info');
       log.info('before');
-      setImmediate(() => { log.info('last'); throw new Error('boom'); });
+      const { infoLine } = await import('./src/log/index.ts');
+      setImmediate(() => { infoLine(log, (id) => ({ reqId: id }), 'request')('r-1'); log.info('last'); throw new Error('boom'); });
     `);
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('boom');
-    expect(r.msgs).toEqual(['before', 'last']);
+    expect(r.msgs).toEqual(['before', 'last', 'request']);
   });
 
   it('calls a flush back without an error when stdout is a pipe (which cannot be fsynced)', () => {

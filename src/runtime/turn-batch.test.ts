@@ -24,6 +24,20 @@ describe('TurnBatch', () => {
     expect(order).toEqual(['this turn', 'flush']);
   });
 
+  it('flushes the turn so far at once on flushNow, and not again at the turn’s end', async () => {
+    const flushes: number[][] = [];
+    const batch = new TurnBatch<number>((items) => flushes.push(items));
+    batch.flushNow();
+    batch.add(1);
+    batch.add(2);
+    batch.flushNow();
+    expect(flushes).toEqual([[1, 2]]);
+    batch.add(3);
+    await nextTurn();
+    await nextTurn();
+    expect(flushes).toEqual([[1, 2], [3]]);
+  });
+
   it('starts a new batch in the next turn, and flushes nothing for a turn that added nothing', async () => {
     const flushes: string[][] = [];
     const batch = new TurnBatch<string>((items) => flushes.push(items));

@@ -6,8 +6,9 @@
  *
  * Its users: forwarded requests leave for the relay together (src/forward/proxy.ts), the turn's
  * limit decisions go to Redis as one script run (src/store/redis/decisions.ts), the keys requests
- * wait for go to the relay database in one statement (src/auth/relay-db/source.ts), and answers
- * sluice gives from memory leave with the turn's other answers (`atTurnEnd`, src/gateway.ts).
+ * wait for go to the relay database in one statement (src/auth/relay-db/source.ts), answers
+ * sluice gives from memory leave with the turn's other answers (`atTurnEnd`, src/gateway.ts), and
+ * the turn's access lines are built together (src/log/index.ts, `infoLine`).
  * docs/performance.md has the measurements behind each.
  */
 export class TurnBatch<T> {
@@ -20,13 +21,18 @@ export class TurnBatch<T> {
   /** Adds an item to this turn's batch; the first of a turn schedules the flush. */
   add(item: T): void {
     this.items.push(item);
-    this.due ??= setImmediate(() => {
-      const items = this.items;
-      this.items = [];
-      this.due = null;
-      this.flush(items);
-    });
+    this.due ??= setImmediate(this.flushNow);
   }
+
+  /** Flushes what the turn has added so far, now, instead of at the turn's end (nothing if none). */
+  readonly flushNow = (): void => {
+    if (this.due === null) return;
+    clearImmediate(this.due);
+    this.due = null;
+    const items = this.items;
+    this.items = [];
+    this.flush(items);
+  };
 
   /** Drops the turn's batch without flushing it (on close) and returns what it held. */
   cancel(): T[] {

@@ -11,6 +11,7 @@ import { startHarness, type Harness } from '../support/harness.js';
 import { metricReader } from '../support/helpers.js';
 import { request, type RawResponse } from '../support/http.js';
 import { capturedLog, type CapturedLog } from '../support/log.js';
+import { eventually } from '../support/time.js';
 import { consoleKey, createRelayDb, DIALECTS, type RelayDbFixture } from '../support/relay-db.js';
 
 /** The contract's 401, byte for byte but for the request id; the reason is nowhere in it. */
@@ -26,9 +27,11 @@ async function refused(h: Harness, logs: CapturedLog, path: string, headers: Out
   const method = path === '/v1/models' ? 'GET' : 'POST';
   const r = await request(h.url, method, path, { headers, body: method === 'POST' ? '{"model":"vend-flash","messages":[]}' : undefined });
   expectContract401(r, reason);
-  const line = logs.requests().find((l) => l.reqId === r.headers['x-oneapi-request-id']);
-  expect(line, `access line of ${path} ${JSON.stringify(headers)}`).toBeDefined();
-  return line!;
+  // The access line is built at the end of sluice's turn, which may come after the client has read the answer.
+  return eventually(() => logs.requests().find((l) => l.reqId === r.headers['x-oneapi-request-id']) ?? false, {
+    what: `the access line of ${path} ${JSON.stringify(headers)}`,
+    timeoutMs: 2_000,
+  });
 }
 
 describe("why 401, keys in sluice's registry", () => {
@@ -137,7 +140,8 @@ describe.each(DIALECTS)("why 401, keys in the relay's %s database", (dialect) =>
     // Once the cached answer is past relayDb.recheckSeconds.
     const expect401 = async (): Promise<Record<string, unknown> | null> => {
       const r = await request(h.url, 'GET', '/v1/models', { headers: { authorization: `Bearer sk-${t.key}` } });
-      return r.status === 401 ? logs.requests().find((l) => l.reqId === r.headers['x-oneapi-request-id'])! : null;
+      if (r.status !== 401) return null;
+      return eventually(() => logs.requests().find((l) => l.reqId === r.headers['x-oneapi-request-id']) ?? false, { what: 'the 401’s access line', timeoutMs: 2_000 });
     };
     let line: Record<string, unknown> | null = null;
     const deadline = Date.now() + 5_000;
