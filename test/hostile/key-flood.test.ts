@@ -100,7 +100,7 @@ describe('a random-key flood from one address, in front of a relay whose keys ar
     await fx?.drop();
   });
 
-  it("costs the database at most 20 statements a second, answers every flood request (the contract's 401, or 503 with Retry-After: none hangs), and keeps valid keys from another address under 50 ms at p99", async () => {
+  it("costs the database at most 20 statements a second, answers every flood request (the contract's 401, or 503 with Retry-After: none hangs), and keeps valid keys from another address under 100 ms at p99", async () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 2, localAddress: '127.0.0.3' });
     for (const k of keys) expect((await call(child.port, agent, k)).status).toBe(200);
     // The same calls for a second without the flood: what this machine gives them now (it may be loaded).
@@ -137,9 +137,12 @@ describe('a random-key flood from one address, in front of a relay whose keys ar
     expect(perSecond).toBeLessThanOrEqual(20);
     expect([...quiet.statuses, ...statuses].every((s) => s === 200)).toBe(true);
     expect(latencies.length).toBeGreaterThan(50);
-    // Under 50 ms; on a machine so loaded that the calls are slower than that without any flood,
-    // the flood must at least not make them more than twice as slow.
-    expect(p99).toBeLessThan(Math.max(50, 2 * quietP99));
+    // Under 100 ms; on a machine so loaded that the calls are slower than that without any flood,
+    // the flood must at least not make them more than twice as slow. A key starved by the flood
+    // (waiting behind its lookups or its database statements) waits seconds; with both cores
+    // saturated, or three other test files running beside this one in CI, unstarved keys
+    // measured 36-75 ms at p99, at 878dc90 as after it.
+    expect(p99).toBeLessThan(Math.max(100, 2 * quietP99));
   });
 });
 
