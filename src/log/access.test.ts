@@ -291,30 +291,25 @@ describe('keys in the logged path', () => {
     }
   });
 
-  it('never writes a key from the path into the access line, direct or through pino', async () => {
+  /** The access line of `r` as sluice's own logger writes it and as pino (with redaction) writes it. */
+  async function bothLines(r: AccessRecord, decision: Outcome): Promise<Array<Record<string, unknown>>> {
     const a = sink();
     const b = sink();
-    const r = { ...base, path: `/${sluiceKey}/v1/models` };
-    createAccessLog(createLogger('info', a.stream))(r, 'unauthorized');
-    createAccessLog(pino({ redact: ['ip'] }, b.stream))(r, 'unauthorized');
+    createAccessLog(createLogger('info', a.stream))(r, decision);
+    createAccessLog(pino({ redact: ['ip'] }, b.stream))(r, decision);
     await turnEnd();
-    for (const text of [a.text(), b.text()]) {
+    return [a.text(), b.text()].map((text) => {
       expect(text).not.toContain(sluiceKey.slice(3));
-      expect((JSON.parse(text) as { path: string }).path).toBe('/[redacted]/v1/models');
-    }
+      return JSON.parse(text) as Record<string, unknown>;
+    });
+  }
+
+  it('never writes a key from the path into the access line, direct or through pino', async () => {
+    for (const line of await bothLines({ ...base, path: `/${sluiceKey}/v1/models` }, 'unauthorized')) expect(line.path).toBe('/[redacted]/v1/models');
   });
 
   it('never writes a key sent as the model (SDK arguments swapped), direct or through pino; real model ids stay', async () => {
-    const a = sink();
-    const b = sink();
-    const r = { ...base, model: sluiceKey };
-    createAccessLog(createLogger('info', a.stream))(r, 'admitted');
-    createAccessLog(pino({ redact: ['ip'] }, b.stream))(r, 'admitted');
-    await turnEnd();
-    for (const text of [a.text(), b.text()]) {
-      expect(text).not.toContain(sluiceKey.slice(3));
-      expect((JSON.parse(text) as { model: string }).model).toBe('[redacted]');
-    }
+    for (const line of await bothLines({ ...base, model: sluiceKey }, 'admitted')) expect(line.model).toBe('[redacted]');
     for (const m of ['gpt-4o-mini', 'Qwen2-VL-72B-Instruct-GPTQ-Int4-AWQ', 'sk-short', 'skills-model']) expect(loggedModel(m)).toBe(m);
   });
 });
