@@ -530,6 +530,38 @@ describe('Authenticator', () => {
       expect(await ask(['sk-nope4'], '10.0.0.2')).toEqual({ ok: false, reason: 'unknown_key' });
     });
 
+    it('lets keys met all at once from one address wait for its lookups in flight: valid ones all pass, wrong ones spend the budget and no more', async () => {
+      const valid = ['sk-one0123456789abcdef', 'sk-two0123456789abcdef', 'sk-three0123456789abcdef'];
+      const clock = new ManualClock();
+      const m = manualSource(new Map(valid.map((k) => [hashKey(k), alice(k, k)])));
+      let asked = 0;
+      const source: KeySource = { ...m.source, find: (k, h, b) => (asked++, m.source.find(k, h, b)) };
+      const guard = new LookupGuard(() => ({ ...DEFAULTS.auth, failuresPerAddress: 2, unknownKeyLookupsPerSecond: 0 }), clock);
+      const a = new Authenticator([source], clock, { guard });
+      const flush = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+      // A new replica meets three valid keys from one address at once: the third waits for a place.
+      const passing = valid.map((k) => a.authenticate([k], '10.0.0.1'));
+      await flush();
+      expect(asked).toBe(2);
+      m.release();
+      await flush();
+      expect(asked).toBe(3);
+      m.release();
+      expect(await Promise.all(passing)).toEqual(valid.map((k) => expect.objectContaining({ ok: true, identity: expect.objectContaining({ user: k }) })));
+
+      // Three wrong keys at once: two are looked up and fail; the third is then refused without one.
+      const failing = ['sk-nope1', 'sk-nope2', 'sk-nope3'].map((k) => a.authenticate([k], '10.0.0.2'));
+      await flush();
+      m.release();
+      expect(await Promise.all(failing)).toEqual([
+        { ok: false, reason: 'unknown_key' },
+        { ok: false, reason: 'unknown_key' },
+        { ok: false, reason: 'address_budget', remembered: true },
+      ]);
+      expect(asked).toBe(5);
+    });
+
     it('answers past the ceiling with its Retry-After, and a key seen valid before a flush is still not an unknown one', async () => {
       const { m, a, ask, asked } = guarded({ failuresPerAddress: 0, unknownKeyLookupsPerSecond: 1, unknownKeyLookupBurst: 1 });
       expect(await ask([KEY], 'a')).toMatchObject({ ok: true }); // a valid key gives its place back

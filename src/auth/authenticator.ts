@@ -280,22 +280,28 @@ export class Authenticator {
 
   /** Asks the sources for a key not in the cache (or too old there), if the lookup guard lets it. */
   private async lookup(hash: string, key: string, address: string | undefined): Promise<Answer | Refused> {
-    // A key seen valid (its answer aged, or was flushed) and a lookup already under way cost no
-    // new unknown lookup; anything else asks the guard first.
-    const known = this.pending.has(hash) || this.cache.peek(hash)?.identity;
-    if (this.guard === undefined || address === undefined || known) return this.ask(hash, key, false);
-    const admission = this.guard.admit(address);
-    if (!admission.admitted) {
-      return admission.reason === 'address_budget'
-        ? { ok: false, reason: 'address_budget', remembered: true }
-        : { ok: false, reason: 'lookup_ceiling', retryAfterSeconds: admission.retryAfterSeconds, remembered: true };
+    if (this.guard === undefined || address === undefined) return this.ask(hash, key, false);
+    for (;;) {
+      // A key seen valid (its answer aged, or was flushed) and a lookup already under way cost no
+      // new unknown lookup; anything else asks the guard first.
+      if (this.pending.has(hash) || this.cache.peek(hash)?.identity) return this.ask(hash, key, false);
+      const admission = this.guard.admit(address);
+      if (admission.admitted) {
+        const answer = this.ask(hash, key, false);
+        answer.then(
+          (a) => admission.settle(refused(a) ? 'invalid' : 'valid'),
+          () => admission.settle('failed'),
+        );
+        return answer;
+      }
+      if (admission.reason === 'address_budget') return { ok: false, reason: 'address_budget', remembered: true };
+      if (admission.reason === 'lookup_ceiling') return { ok: false, reason: 'lookup_ceiling', retryAfterSeconds: admission.retryAfterSeconds, remembered: true };
+      // The address's lookups in flight hold its budget: judged again once one of them ends, when
+      // this very key may have had its answer too.
+      await admission.settled;
+      const hit = this.fresh(hash, this.clock.now());
+      if (hit !== undefined) return hit.identity ?? hit.refusal ?? UNKNOWN_KEY;
     }
-    const answer = this.ask(hash, key, false);
-    answer.then(
-      (a) => admission.settle(refused(a) ? 'invalid' : 'valid'),
-      () => admission.settle('failed'),
-    );
-    return answer;
   }
 
   /**

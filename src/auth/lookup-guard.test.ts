@@ -12,6 +12,8 @@ function guard(over: Partial<AuthConfig> = {}) {
 
 type Admitted = Extract<LookupAdmission, { admitted: true }>;
 
+const flush = (): Promise<void> => new Promise((r) => setImmediate(r));
+
 function admitted(a: LookupAdmission): Admitted {
   expect(a.admitted).toBe(true);
   return a as Admitted;
@@ -26,11 +28,26 @@ describe('LookupGuard', () => {
       admitted(g.admit('10.0.0.2'));
     });
 
-    it('counts lookups in flight, so concurrent requests cannot overshoot it', () => {
+    it('counts lookups in flight, so concurrent requests cannot overshoot it: the next waits for one to end and is judged again', async () => {
       const { g } = guard({ failuresPerAddress: 2, unknownKeyLookupsPerSecond: 0 });
-      admitted(g.admit('a'));
-      admitted(g.admit('a'));
-      expect(g.admit('a').admitted).toBe(false);
+      const first = admitted(g.admit('a'));
+      const second = admitted(g.admit('a'));
+      const third = g.admit('a');
+      if (third.admitted || third.reason !== 'address_pending') throw new Error(`expected to wait, got ${JSON.stringify(third)}`);
+      let woken = false;
+      void third.settled.then(() => (woken = true));
+      admitted(g.admit('b')); // another address has its own budget
+      await flush();
+      expect(woken).toBe(false);
+      first.settle('invalid');
+      await flush();
+      expect(woken).toBe(true);
+      // One failure is in, but the lookup still in flight may yet give its place back.
+      expect(g.admit('a')).toMatchObject({ admitted: false, reason: 'address_pending' });
+      second.settle('valid');
+      admitted(g.admit('a')).settle('invalid');
+      // Two failures and none in flight: spent.
+      expect(g.admit('a')).toEqual({ admitted: false, reason: 'address_budget' });
     });
 
     it('gets its place back from a lookup that found a valid key or could not be made (an outage), not from one that failed', () => {

@@ -12,6 +12,11 @@
  * A lookup takes a place in both when it starts (lookups in flight count, so a burst of
  * concurrent requests cannot overshoot) and gives both back when it finds a valid key or could not
  * be made (an outage is not the client's failure). Keys the replica knows are never asked here.
+ *
+ * An address whose budget is held by its own lookups in flight has not failed yet: a replica
+ * meeting many valid keys from one address at once (a new replica in a rollout, an office behind
+ * one NAT address) would otherwise answer some of them 401, which clients do not retry. Its next
+ * unknown key waits for one of those lookups to end, and is judged again then.
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
@@ -22,6 +27,8 @@ import type { Clock } from '../runtime/clock.js';
 export type LookupAdmission =
   | { admitted: true; settle: (outcome: 'valid' | 'invalid' | 'failed') => void }
   | { admitted: false; reason: 'address_budget' }
+  /** The address's budget is held by its lookups in flight: ask again once `settled` (one of them ended). */
+  | { admitted: false; reason: 'address_pending'; settled: Promise<void> }
   | { admitted: false; reason: 'lookup_ceiling'; retryAfterSeconds: number };
 
 /** A budget refilled evenly: `tokens` at `at`, at most `capacity`. */
@@ -37,6 +44,12 @@ function refill(b: Bucket, capacity: number, perMs: number, now: number): void {
   b.at = now;
 }
 
+/** An address's lookups in flight, and the requests waiting for one of them to end. */
+interface InFlight {
+  count: number;
+  ended: { promise: Promise<void>; resolve: () => void } | null;
+}
+
 /** While the ceiling holds, at most one log line this often. */
 const CEILING_LOG_MS = 60_000;
 
@@ -48,6 +61,8 @@ export class LookupGuard {
    */
   private addresses: LRUCache<string, Bucket>;
   private readonly replica: Bucket;
+  /** Addresses with lookups in flight (as many as there are lookups at most: each ends). */
+  private readonly inFlight = new Map<string, InFlight>();
   private ceilingLoggedAt = -Infinity;
   private ceilingRefusals = 0;
 
@@ -71,6 +86,8 @@ export class LookupGuard {
     const perAddress = s.failuresPerAddress > 0;
     const bucket = perAddress ? this.addressBucket(address, s, now) : null;
     if (bucket && bucket.tokens < 1) {
+      const flying = this.inFlight.get(address);
+      if (flying !== undefined && bucket.tokens + flying.count >= 1) return { admitted: false, reason: 'address_pending', settled: endOfOne(flying) };
       if (this.log && !(now - (bucket.loggedAt ?? -Infinity) < s.failureWindowSeconds * 1000)) {
         bucket.loggedAt = now;
         this.log.warn(
@@ -99,6 +116,7 @@ export class LookupGuard {
     }
     const fromReplica = s.unknownKeyLookupsPerSecond > 0;
     if (bucket) this.take(address, bucket, s);
+    const flying = bucket ? this.fly(address) : null;
     let settled = false;
     return {
       admitted: true,
@@ -106,8 +124,24 @@ export class LookupGuard {
         if (settled) return;
         settled = true;
         if (outcome !== 'invalid') this.giveBack(address, perAddress, fromReplica);
+        if (flying !== null) this.land(address, flying);
       },
     };
+  }
+
+  private fly(address: string): InFlight {
+    let f = this.inFlight.get(address);
+    if (f === undefined) this.inFlight.set(address, (f = { count: 0, ended: null }));
+    f.count++;
+    return f;
+  }
+
+  /** One of the address's lookups ended, its place given back or spent: whoever waited is judged again. */
+  private land(address: string, f: InFlight): void {
+    if (--f.count === 0) this.inFlight.delete(address);
+    const ended = f.ended;
+    f.ended = null;
+    ended?.resolve();
   }
 
   /** The address's budget refilled to now: the one kept, or a full one (not kept until it is taken from). */
@@ -155,4 +189,14 @@ export class LookupGuard {
     // A full budget is what an untracked address has: nothing to keep.
     if (b.tokens >= s.failuresPerAddress) this.addresses.delete(address);
   }
+}
+
+/** A promise of the end of one of the address's lookups in flight, shared by all who wait for it. */
+function endOfOne(f: InFlight): Promise<void> {
+  if (f.ended === null) {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    f.ended = { promise, resolve };
+  }
+  return f.ended.promise;
 }

@@ -126,6 +126,20 @@ describe.each([redisRegistry(), relayDatabase()])('wrong keys from one address, 
     expectContract401(await chat(h.url, wrongKey(), { agent: from('127.0.0.2') }));
     expect((await lookups()) - before).toBe(9);
   });
+
+  it("lets a cold replica meet many valid keys from one address at once: none is answered 401 for the lookups still in flight; as many wrong keys at once cost the budget's lookups and no more", async () => {
+    const refused = metricReader(h, 'sluice_key_lookups_refused_total', { reason: 'address_budget' });
+    const before = await refused();
+    const keys = await Promise.all(Array.from({ length: 20 }, () => source.validKey(h)));
+    const served = await Promise.all(keys.map((k) => chat(h.url, k, { agent: from('127.0.0.4') })));
+    expect(served.map((r) => r.status)).toEqual(keys.map(() => 200));
+    expect((await refused()) - before).toBe(0);
+
+    const wrong = await Promise.all(Array.from({ length: 20 }, () => chat(h.url, wrongKey(), { agent: from('127.0.0.5') })));
+    for (const r of wrong) expectContract401(r);
+    // Five looked up (the budget), fifteen refused from memory once those five failed.
+    expect((await refused()) - before).toBe(15);
+  });
 });
 
 describe('wrong keys from addresses of one IPv6 /64, through a trusted proxy (issue 25, items 1 and 7)', () => {
