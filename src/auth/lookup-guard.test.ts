@@ -28,26 +28,63 @@ describe('LookupGuard', () => {
       admitted(g.admit('10.0.0.2'));
     });
 
-    it('counts lookups in flight, so concurrent requests cannot overshoot it: the next waits for one to end and is judged again', async () => {
+    it('counts lookups in flight, so concurrent requests cannot overshoot it: the next ones wait, and a place given back goes to the oldest', async () => {
       const { g } = guard({ failuresPerAddress: 2, unknownKeyLookupsPerSecond: 0 });
       const first = admitted(g.admit('a'));
       const second = admitted(g.admit('a'));
-      const third = g.admit('a');
-      if (third.admitted || third.reason !== 'address_pending') throw new Error(`expected to wait, got ${JSON.stringify(third)}`);
-      let woken = false;
-      void third.settled.then(() => (woken = true));
+      const woken: string[] = [];
+      for (const name of ['third', 'fourth']) {
+        const a = g.admit('a');
+        if (a.admitted || a.reason !== 'address_pending') throw new Error(`expected to wait, got ${JSON.stringify(a)}`);
+        void a.settled.then(() => woken.push(name));
+      }
       admitted(g.admit('b')); // another address has its own budget
+      first.settle('invalid'); // a place spent: nothing changes for the waiters while second may give one back
       await flush();
-      expect(woken).toBe(false);
-      first.settle('invalid');
+      expect(woken).toEqual([]);
+      const fifth = admitted(g.admit('c')); // unrelated
+      fifth.settle('valid');
+      second.settle('valid'); // its place goes back, and it was the last in flight: everyone is judged again
       await flush();
-      expect(woken).toBe(true);
-      // One failure is in, but the lookup still in flight may yet give its place back.
-      expect(g.admit('a')).toMatchObject({ admitted: false, reason: 'address_pending' });
-      second.settle('valid');
+      expect(woken).toEqual(['third', 'fourth']);
       admitted(g.admit('a')).settle('invalid');
       // Two failures and none in flight: spent.
       expect(g.admit('a')).toEqual({ admitted: false, reason: 'address_budget' });
+    });
+
+    it('wakes one waiter per place given back, and all of them once none is left in flight: after failures, for the 401', async () => {
+      const { g } = guard({ failuresPerAddress: 2, unknownKeyLookupsPerSecond: 0 });
+      const flying = [admitted(g.admit('a')), admitted(g.admit('a'))];
+      const woken: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const a = g.admit('a');
+        if (a.admitted) throw new Error('admitted past the budget');
+        if (a.reason === 'address_pending') void a.settled.then(() => woken.push(i));
+      }
+      flying[0]!.settle('valid');
+      await flush();
+      expect(woken).toEqual([0]);
+      // The woken one takes the place back and fails; so does the other lookup: the budget is spent.
+      admitted(g.admit('a')).settle('invalid');
+      await flush();
+      expect(woken).toEqual([0]);
+      flying[1]!.settle('invalid');
+      await flush();
+      expect(woken).toEqual([0, 1, 2, 3]);
+      expect(g.admit('a')).toEqual({ admitted: false, reason: 'address_budget' });
+    });
+
+    it('lets at most `unknownKeyLookupBurst` requests wait per replica; past it, 503 with Retry-After', async () => {
+      const { g } = guard({ failuresPerAddress: 1, unknownKeyLookupsPerSecond: 0, unknownKeyLookupBurst: 2 });
+      const a = admitted(g.admit('a'));
+      const b = admitted(g.admit('b'));
+      expect(g.admit('a')).toMatchObject({ reason: 'address_pending' });
+      expect(g.admit('b')).toMatchObject({ reason: 'address_pending' });
+      expect(g.admit('a')).toEqual({ admitted: false, reason: 'lookup_ceiling', retryAfterSeconds: 1 });
+      a.settle('valid');
+      await flush();
+      expect(g.admit('b')).toMatchObject({ reason: 'address_pending' }); // a's waiter left: room for one
+      b.settle('invalid');
     });
 
     it('gets its place back from a lookup that found a valid key or could not be made (an outage), not from one that failed', () => {

@@ -16,7 +16,11 @@
  * An address whose budget is held by its own lookups in flight has not failed yet: a replica
  * meeting many valid keys from one address at once (a new replica in a rollout, an office behind
  * one NAT address) would otherwise answer some of them 401, which clients do not retry. Its next
- * unknown key waits for one of those lookups to end, and is judged again then.
+ * unknown keys wait, first come first served, and are judged again as places come back: one
+ * waiter per place given back, every waiter once the address has no lookup left in flight (if
+ * failures spent the budget, their answer is the 401). At most
+ * `auth.unknownKeyLookupBurst` requests wait per replica; past it, 503 with Retry-After, as at
+ * the ceiling.
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
@@ -44,10 +48,10 @@ function refill(b: Bucket, capacity: number, perMs: number, now: number): void {
   b.at = now;
 }
 
-/** An address's lookups in flight, and the requests waiting for one of them to end. */
+/** An address's lookups in flight, and the requests waiting for a place among them, oldest first. */
 interface InFlight {
   count: number;
-  ended: { promise: Promise<void>; resolve: () => void } | null;
+  waiters: Array<() => void>;
 }
 
 /** While the ceiling holds, at most one log line this often. */
@@ -63,6 +67,8 @@ export class LookupGuard {
   private readonly replica: Bucket;
   /** Addresses with lookups in flight (as many as there are lookups at most: each ends). */
   private readonly inFlight = new Map<string, InFlight>();
+  /** Requests waiting for an address's lookups in flight, on this replica. */
+  private waiting = 0;
   private ceilingLoggedAt = -Infinity;
   private ceilingRefusals = 0;
 
@@ -87,7 +93,10 @@ export class LookupGuard {
     const bucket = perAddress ? this.addressBucket(address, s, now) : null;
     if (bucket && bucket.tokens < 1) {
       const flying = this.inFlight.get(address);
-      if (flying !== undefined && bucket.tokens + flying.count >= 1) return { admitted: false, reason: 'address_pending', settled: endOfOne(flying) };
+      if (flying !== undefined && bucket.tokens + flying.count >= 1) {
+        if (this.waiting >= s.unknownKeyLookupBurst) return { admitted: false, reason: 'lookup_ceiling', retryAfterSeconds: 1 };
+        return { admitted: false, reason: 'address_pending', settled: this.wait(flying) };
+      }
       if (this.log && !(now - (bucket.loggedAt ?? -Infinity) < s.failureWindowSeconds * 1000)) {
         bucket.loggedAt = now;
         this.log.warn(
@@ -124,24 +133,41 @@ export class LookupGuard {
         if (settled) return;
         settled = true;
         if (outcome !== 'invalid') this.giveBack(address, perAddress, fromReplica);
-        if (flying !== null) this.land(address, flying);
+        if (flying !== null) this.land(address, flying, outcome !== 'invalid');
       },
     };
   }
 
   private fly(address: string): InFlight {
     let f = this.inFlight.get(address);
-    if (f === undefined) this.inFlight.set(address, (f = { count: 0, ended: null }));
+    if (f === undefined) this.inFlight.set(address, (f = { count: 0, waiters: [] }));
     f.count++;
     return f;
   }
 
-  /** One of the address's lookups ended, its place given back or spent: whoever waited is judged again. */
-  private land(address: string, f: InFlight): void {
+  private wait(f: InFlight): Promise<void> {
+    this.waiting++;
+    return new Promise((resolve) =>
+      f.waiters.push(() => {
+        this.waiting--;
+        resolve();
+      }),
+    );
+  }
+
+  /**
+   * One of the address's lookups ended, its place given back or spent. A place given back goes to
+   * the oldest waiter. Every waiter is judged again once none is left in flight (if failures spent
+   * the budget, their answer is the 401), or when the address's budget is full again (forgotten);
+   * otherwise a spent place changes nothing for them.
+   */
+  private land(address: string, f: InFlight, gaveBack: boolean): void {
     if (--f.count === 0) this.inFlight.delete(address);
-    const ended = f.ended;
-    f.ended = null;
-    ended?.resolve();
+    if (f.count === 0 || !this.addresses.has(address)) {
+      for (const wake of f.waiters.splice(0)) wake();
+    } else if (gaveBack) {
+      f.waiters.shift()?.();
+    }
   }
 
   /** The address's budget refilled to now: the one kept, or a full one (not kept until it is taken from). */
@@ -189,14 +215,4 @@ export class LookupGuard {
     // A full budget is what an untracked address has: nothing to keep.
     if (b.tokens >= s.failuresPerAddress) this.addresses.delete(address);
   }
-}
-
-/** A promise of the end of one of the address's lookups in flight, shared by all who wait for it. */
-function endOfOne(f: InFlight): Promise<void> {
-  if (f.ended === null) {
-    let resolve!: () => void;
-    const promise = new Promise<void>((r) => (resolve = r));
-    f.ended = { promise, resolve };
-  }
-  return f.ended.promise;
 }

@@ -139,7 +139,7 @@ export const SETTINGS = Type.Object({
       }),
       unknownKeyLookupBurst: int(1, 1_000_000, 500, {
         description:
-          "...and at most this many at once (one relay-database statement holds up to 500 keys). Lookups in flight hold a place, valid keys too: a new replica meeting its clients' keys all at once needs room here.",
+          "...and at most this many at once (one relay-database statement holds up to 500 keys). Lookups in flight hold a place, valid keys too: a new replica meeting its clients' keys all at once needs room here. Also the most requests that may wait for their address's lookups in flight (`auth.failuresPerAddress`); past it, 503 with Retry-After: 1.",
       }),
     },
     { description: 'What a flood of wrong keys may cost the key stores (docs/authentication.md).' },
