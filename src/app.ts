@@ -148,6 +148,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
   // Lookups of unknown keys are bounded where they cost a round trip (Redis, the relay's database);
   // in the embedded store a lookup costs nothing.
   const guard = relayKeys !== null || store.kind === 'redis' ? new LookupGuard(() => config.auth, clock, log) : undefined;
+  if (guard) metrics.keyLookupsWaiting(() => guard.waiting);
   const authenticator = new Authenticator(sources, clock, { guard, ...opts.auth });
   const keys = new KeyService(store, clock, (hash) => authenticator.onChange({ type: 'deleted', hash }));
 

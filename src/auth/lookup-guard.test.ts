@@ -80,10 +80,13 @@ describe('LookupGuard', () => {
       const b = admitted(g.admit('b'));
       expect(g.admit('a')).toMatchObject({ reason: 'address_pending' });
       expect(g.admit('b')).toMatchObject({ reason: 'address_pending' });
+      expect(g.waiting).toBe(2);
       expect(g.admit('a')).toEqual({ admitted: false, reason: 'lookup_ceiling', retryAfterSeconds: 1 });
       a.settle('valid');
       await flush();
+      expect(g.waiting).toBe(1);
       expect(g.admit('b')).toMatchObject({ reason: 'address_pending' }); // a's waiter left: room for one
+      expect(g.waiting).toBe(2);
       b.settle('invalid');
     });
 

@@ -67,8 +67,8 @@ export class LookupGuard {
   private readonly replica: Bucket;
   /** Addresses with lookups in flight (as many as there are lookups at most: each ends). */
   private readonly inFlight = new Map<string, InFlight>();
-  /** Requests waiting for an address's lookups in flight, on this replica. */
-  private waiting = 0;
+  /** Requests waiting for their address's lookups in flight, on this replica. */
+  private waitingNow = 0;
   private ceilingLoggedAt = -Infinity;
   private ceilingRefusals = 0;
 
@@ -79,6 +79,11 @@ export class LookupGuard {
   ) {
     this.replica = { tokens: settings().unknownKeyLookupBurst, at: clock.now() };
     this.addresses = new LRUCache({ max: settings().maxAddresses });
+  }
+
+  /** Requests waiting now for their address's lookups in flight (`sluice_key_lookups_waiting`). */
+  get waiting(): number {
+    return this.waitingNow;
   }
 
   /** Addresses tracked now (those whose budget is not full). */
@@ -94,7 +99,7 @@ export class LookupGuard {
     if (bucket && bucket.tokens < 1) {
       const flying = this.inFlight.get(address);
       if (flying !== undefined && bucket.tokens + flying.count >= 1) {
-        if (this.waiting >= s.unknownKeyLookupBurst) return { admitted: false, reason: 'lookup_ceiling', retryAfterSeconds: 1 };
+        if (this.waitingNow >= s.unknownKeyLookupBurst) return { admitted: false, reason: 'lookup_ceiling', retryAfterSeconds: 1 };
         return { admitted: false, reason: 'address_pending', settled: this.wait(flying) };
       }
       if (this.log && !(now - (bucket.loggedAt ?? -Infinity) < s.failureWindowSeconds * 1000)) {
@@ -146,10 +151,10 @@ export class LookupGuard {
   }
 
   private wait(f: InFlight): Promise<void> {
-    this.waiting++;
+    this.waitingNow++;
     return new Promise((resolve) =>
       f.waiters.push(() => {
-        this.waiting--;
+        this.waitingNow--;
         resolve();
       }),
     );

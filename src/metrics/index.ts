@@ -255,6 +255,15 @@ export class Metrics {
     this.readGauge('sluice_body_budget_bytes', 'bodyBudgetBytes: what request bodies in flight may hold together', limit);
   }
 
+  /** Requests waiting for their client address's key lookups in flight (src/auth/lookup-guard.ts), read when scraped. */
+  keyLookupsWaiting(read: () => number): void {
+    this.readGauge(
+      'sluice_key_lookups_waiting',
+      "Requests waiting for their client address's key lookups in flight before their own (auth.failuresPerAddress held by lookups not yet answered); at most auth.unknownKeyLookupBurst",
+      read,
+    );
+  }
+
   /** Whether the limit store answers, read when scraped. */
   storeUp(read: () => number): void {
     this.readGauge('sluice_store_up', 'Whether the store (Redis) answered its last PING, each second: 1 yes, 0 no or not yet since start; always 1 on the embedded store', read);

@@ -61,6 +61,7 @@ function expectedZeros(ipRules: readonly string[]): Array<[string, Record<string
     'sluice_request_timeouts_total',
     'sluice_out_of_sockets_total',
     'sluice_body_budget_refusals_total',
+    'sluice_key_lookups_waiting',
   ]) {
     zeros.push([name, {}]);
   }
