@@ -1,7 +1,7 @@
 /**
  * `npm start`: load and validate the config, start both listeners, reload the
- * config file when it changes, drain when the Pod's shutdown hook asks (drainDir), and drain on
- * SIGTERM/SIGINT (at once, if that drain is over already) before exiting 0.
+ * config file when it changes, drain when the Pod's shutdown hook asks (drainDir) and exit once
+ * it returns, and drain on SIGTERM/SIGINT (at once, if that drain is over already) before exiting 0.
  */
 import { createSluice } from './app.js';
 import { DrainHook } from './runtime/drain-hook.js';
@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   try {
     sluice = createSluice({ config, configFile: file ? { path: file, env: process.env } : undefined });
     const s = sluice;
-    if (config.drainDir !== null) hook = new DrainHook({ dir: config.drainDir, drain: () => s.drain(), log: s.log });
+    if (config.drainDir !== null) hook = new DrainHook({ dir: config.drainDir, drain: () => s.drain(), log: s.log, released: () => stop({ reason: 'drain hook returned' }) });
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`sluice: configuration error: ${err.message}\n`);
@@ -39,10 +39,11 @@ async function main(): Promise<void> {
   const missing = missingNodeFlags();
   if (missing.length) sluice.log.warn({ missing }, 'started without the Node flags sluice is meant to run with (README, Running it)');
   let stopping = false;
-  const stop = (signal: string): void => {
+  /** Drains (at once, if a drain is over already), closes, and exits 0. */
+  function stop(why: { signal: string } | { reason: string }): void {
     if (stopping) return;
     stopping = true;
-    sluice.log.info({ signal }, 'shutting down');
+    sluice.log.info(why, 'shutting down');
     sluice
       .drain()
       .then(() => sluice.close())
@@ -53,9 +54,9 @@ async function main(): Promise<void> {
           sluice.log.flush(() => process.exit(1));
         },
       );
-  };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  }
+  process.once('SIGTERM', () => stop({ signal: 'SIGTERM' }));
+  process.once('SIGINT', () => stop({ signal: 'SIGINT' }));
 }
 
 main().catch((err: unknown) => {

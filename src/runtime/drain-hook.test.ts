@@ -37,8 +37,8 @@ function manualDrain(): { drain: () => Promise<{ forced: number }>; asked: () =>
   };
 }
 
-function watch(dir: string, drain: () => Promise<{ forced: number }>): DrainHook {
-  const h = new DrainHook({ dir, drain, log, pollMs: 20 });
+function watch(dir: string, drain: () => Promise<{ forced: number }>, released: () => void = () => {}): DrainHook {
+  const h = new DrainHook({ dir, drain, log, released, pollMs: 20 });
   hooks.push(h);
   h.start();
   return h;
@@ -47,9 +47,9 @@ function watch(dir: string, drain: () => Promise<{ forced: number }>): DrainHook
 describe('the drain hook (sluice side of the Pod shutdown hook)', () => {
   it('refuses at start-up a drainDir that is missing or not a directory (a Pod whose rollouts would cut every stream)', () => {
     const dir = tempDir();
-    expect(() => new DrainHook({ dir: join(dir, 'missing'), drain: manualDrain().drain, log })).toThrow(ConfigError);
+    expect(() => new DrainHook({ dir: join(dir, 'missing'), drain: manualDrain().drain, log, released: () => {} })).toThrow(ConfigError);
     writeFileSync(join(dir, 'file'), '');
-    expect(() => new DrainHook({ dir: join(dir, 'file'), drain: manualDrain().drain, log })).toThrow(/drainDir \(SLUICE_DRAIN_DIR\).*must be a directory/);
+    expect(() => new DrainHook({ dir: join(dir, 'file'), drain: manualDrain().drain, log, released: () => {} })).toThrow(/drainDir \(SLUICE_DRAIN_DIR\).*must be a directory/);
   });
 
   it('starts the drain once the request file appears, and answers only when the drain is over', async () => {
@@ -70,6 +70,26 @@ describe('the drain hook (sluice side of the Pod shutdown hook)', () => {
     await sleep(50);
     expect(JSON.parse(readFileSync(join(dir, DRAIN_DONE_FILE), 'utf8'))).toEqual({ forced: 2 });
     expect(d.asked()).toBe(1);
+  });
+
+  it('lets go once the hook has returned (it removed its request) after the drain, and not before: a relay restarted in the Pod then finds a fresh sluice', async () => {
+    const dir = tempDir();
+    const d = manualDrain();
+    let released = 0;
+    watch(dir, d.drain, () => released++);
+    writeFileSync(join(dir, DRAIN_REQUEST_FILE), '');
+    await sleep(60);
+    d.finish(0);
+    await sleep(60);
+    expect(existsSync(join(dir, DRAIN_DONE_FILE))).toBe(true);
+    // Drained, but the hook is still waiting (its request is there): sluice stays.
+    await sleep(60);
+    expect(released).toBe(0);
+    rmSync(join(dir, DRAIN_REQUEST_FILE));
+    await sleep(60);
+    expect(released).toBe(1);
+    await sleep(60);
+    expect(released).toBe(1);
   });
 
   it('removes an answer left from an earlier run, so that the hook cannot return before this drain', async () => {

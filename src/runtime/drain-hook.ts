@@ -5,6 +5,12 @@
  * directory only the Pod's two containers mount (an emptyDir) and waits for `drained`; this
  * watches for `drain`, runs sluice's drain (bounded by drainSeconds), and then writes `drained`.
  *
+ * Kubelet runs the hook whenever it stops the relay's container, not only when the Pod goes: a
+ * relay that fails its liveness probe is restarted in the same Pod, after the hook. The hook
+ * removes `drain` as it returns; sluice, drained, then exits (`released`), and kubelet starts a
+ * fresh one if the Pod stays. A drained sluice that stayed would keep the Pod out of service
+ * for good once the relay came back.
+ *
  * No network request can start a drain: only what can write into that directory can, which is
  * the Pod's own containers. A drain endpoint would be a way for anything that reaches it to take a
  * replica out of service, the relay's own URL fetches on a client's behalf included
@@ -29,6 +35,8 @@ export interface DrainHookOptions {
   /** sluice's drain: resolves once nothing is open (or what was open at the deadline was cut). */
   drain: () => Promise<{ forced: number }>;
   log: Logger;
+  /** The hook returned after this drain (it removed `drain`): sluice has nothing more to do and exits. */
+  released: () => void;
   pollMs?: number;
 }
 
@@ -97,5 +105,22 @@ export class DrainHook {
     } catch (err) {
       log.error({ err: (err as Error).message, dir: this.opts.dir }, 'drained, but cannot tell the shutdown hook: it waits out its own bound');
     }
+    this.timer = setInterval(() => void this.checkReturned(), this.opts.pollMs ?? DRAIN_POLL_MS);
+    this.timer.unref();
+  }
+
+  /** Once the hook has removed its request, it has returned: the relay stops, or restarts in this Pod. */
+  private async checkReturned(): Promise<void> {
+    if (this.timer === null) return;
+    try {
+      await access(this.requestPath);
+      return;
+    } catch {
+      // Gone: the hook returned.
+    }
+    if (this.timer === null) return;
+    this.stop();
+    this.opts.log.info("the Pod's shutdown hook returned: exiting, so that a relay restarted in this Pod finds a fresh sluice");
+    this.opts.released();
   }
 }

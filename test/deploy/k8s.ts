@@ -481,8 +481,10 @@ export function shutdownHook(_pod: IPodSpec, sidecar: IContainer, relay: IContai
   const wait = /^sleep (\d+);/.exec(script);
   if (!wait) throw new Error(`the preStop script does not begin with "sleep <seconds>;": ${script}`);
   if (!script.includes(`: > ${at}/${requestFile};`)) throw new Error(`the preStop script does not create ${at}/${requestFile}: ${script}`);
-  const loop = new RegExp(`while \\[ ! -e ${esc(`${at}/${doneFile}`)} \\] && \\[ "\\$i" -lt (\\d+) \\]; do sleep 1; i=\\$\\(\\(i \\+ 1\\)\\); done$`).exec(script);
+  const loop = new RegExp(`while \\[ ! -e ${esc(`${at}/${doneFile}`)} \\] && \\[ "\\$i" -lt (\\d+) \\]; do sleep 1; i=\\$\\(\\(i \\+ 1\\)\\); done;`).exec(script);
   if (!loop || !/; i=0; while /.test(script)) throw new Error(`the preStop script does not wait for ${at}/${doneFile} with a bounded loop: ${script}`);
+  // Kubelet runs the hook on every stop of the relay, a restart in place too: sluice exits once the request is taken back.
+  if (!script.endsWith(`done; rm -f ${at}/${requestFile}`)) throw new Error(`the preStop script does not end by removing ${at}/${requestFile}: ${script}`);
   const stop = envVar(relay, 'SHUTDOWN_TIMEOUT_SECONDS')?.value;
   if (stop === undefined || !/^\d+$/.test(stop)) throw new Error('the relay sets no literal SHUTDOWN_TIMEOUT_SECONDS: its stop has no bound to count');
   return {

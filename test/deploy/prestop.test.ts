@@ -8,7 +8,7 @@
  * (`drain_deadline`). Then SIGTERM, as Kubernetes sends it to the sidecar last, ends sluice at once.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -172,10 +172,38 @@ describe.concurrent("the relay's preStop hook drains sluice while the relay stil
     });
     expect(line.decision).toBe('admitted');
 
-    // Kubernetes stops the relay, then sends the sidecar SIGTERM: nothing is left, so it exits at once.
-    const t = Date.now();
-    expect(await s.sluice.stop('SIGTERM')).toEqual({ code: 0, signal: null });
-    expect(Date.now() - t).toBeLessThan(SHUTDOWN_BUDGET.sluiceExitSeconds * 1000);
+    // The hook took its request back as it returned: sluice, drained, exits by itself (0), as
+    // soon as it sees that, before Kubernetes stops the relay and sends the sidecar SIGTERM.
+    expect(existsSync(join(s.dir, DRAIN_REQUEST_FILE))).toBe(false);
+    expect(await s.sluice.exited).toEqual({ code: 0, signal: null });
+    expect(Date.now() - hooked.at).toBeLessThan(SHUTDOWN_BUDGET.sluiceExitSeconds * 1000);
+  }, 45_000);
+
+  it('a relay restarted in the Pod (kubelet runs the hook for a failed liveness probe too) finds a fresh sluice serving: the drain does not outlive the hook', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const s = await setUp(30, 1, (fn) => onTestFinished(fn));
+    const hook = runHook(s.dir);
+    onTestFinished(() => hook.kill());
+    await notReadyWithin(s.sluice.adminUrl, DRAIN_STARTS_WITHIN_MS);
+    expect((await hook.exited).code).toBe(0);
+    // Drained, with the hook gone: the old sluice exits, and kubelet starts the sidecar again on the same volume.
+    expect(await s.sluice.exited).toEqual({ code: 0, signal: null });
+    const fresh = await startChildSluice({ relayUrl: s.relay.url, env: { SLUICE_DRAIN_DIR: s.dir } });
+    onTestFinished(() => fresh.close());
+    const ready = await fetch(`${fresh.adminUrl}/readyz`);
+    await ready.arrayBuffer();
+    expect(ready.status).toBe(200);
+    const key = await fresh.createKey('after-restart');
+    const r = await fetch(`${fresh.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: '{"model":"gpt-4o"}',
+    });
+    await r.arrayBuffer();
+    expect(r.status).toBe(200);
+    expect(fresh.lines().some((l) => String(l.msg).startsWith('drain requested'))).toBe(false);
   }, 45_000);
 
   it('a stream longer than drainSeconds is cut at the bound by sluice, logged and counted as drain_deadline, and only then does the hook return', async ({
@@ -213,8 +241,7 @@ describe.concurrent("the relay's preStop hook drains sluice while the relay stil
     expect(metricValue(text, 'sluice_requests_total', { family: 'chat', outcome: 'drain_deadline' })).toBe(1);
     expect(metricValue(text, 'sluice_requests_total', { family: 'chat', outcome: 'client_aborted' })).toBe(0);
 
-    const t = Date.now();
-    expect(await s.sluice.stop('SIGTERM')).toEqual({ code: 0, signal: null });
-    expect(Date.now() - t).toBeLessThan(SHUTDOWN_BUDGET.sluiceExitSeconds * 1000);
+    expect(await s.sluice.exited).toEqual({ code: 0, signal: null });
+    expect(Date.now() - hooked.at).toBeLessThan(SHUTDOWN_BUDGET.sluiceExitSeconds * 1000);
   }, 45_000);
 });

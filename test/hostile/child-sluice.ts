@@ -29,6 +29,8 @@ export interface ChildSluice {
   memory(): { rss: number; peak: number };
   /** Descriptors the process holds now. */
   descriptors(): number;
+  /** Resolves with how the process ended, whatever ended it. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Sends `signal` and resolves with how the process ended (`close` still removes its files). */
   stop(signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   close(): Promise<void>;
@@ -156,6 +158,7 @@ export async function startChildSluice(opts: ChildOptions): Promise<ChildSluice>
     },
     memory: () => ({ rss: statusKb('VmRSS'), peak: statusKb('VmHWM') }),
     descriptors: () => readdirSync(`/proc/${pid}/fd`).length,
+    exited,
     stop(signal) {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exited;
