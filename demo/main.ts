@@ -57,7 +57,7 @@ The free tier state of the demo user:
   curl -s ${admin}/admin/users/demo/limits -H "Authorization: Bearer ${adminToken}"
 
 SDK examples: SLUICE_API_KEY=${key} npx tsx examples/openai.ts   (also anthropic.ts, genai.ts)
-Press Ctrl-C to stop.
+${config.logLevel === 'warn' ? 'Log: warnings only; SLUICE_LOG_LEVEL=info npm run demo writes an access line per request (docs/operations.md, Why 401).\n' : ''}Press Ctrl-C to stop.
 `);
 
   const stop = (): void => {

@@ -12,7 +12,7 @@ import { FreeTierLimiter } from '../limits/free-tier.js';
 import { IpLimiter } from '../limits/ip.js';
 import { systemClock } from '../runtime/clock.js';
 import { RedisStore, redisStoreOptions } from '../store/redis/index.js';
-import { namedAddress } from './ids.js';
+import { namedAddress, userId } from './ids.js';
 import { lookupKeyOwner, type KeyLookup } from './key-lookup.js';
 import { KeyService } from './keys.js';
 
@@ -60,7 +60,11 @@ export async function directClient(cfg: Config, redisUrl: string): Promise<Admin
       if (relay) sources.unshift(relay);
       return lookupKeyOwner(new Authenticator(sources, systemClock), key);
     },
-    userLimits: async (user, reset) => ({ freeTier: reset ? await freeTier.reset(user) : await freeTier.state(user) }),
+    userLimits: async (user, reset) => {
+      // The admin API's rule: a `{` or `}` would break the hash tag that keeps a user's counts in one slot.
+      const id = userId(user);
+      return { freeTier: reset ? await freeTier.reset(id) : await freeTier.state(id) };
+    },
     ipLimits: async (text, reset) => {
       const { address } = namedAddress(ipLimiter, text);
       return { ipLimits: reset ? await ipLimiter.reset(address) : await ipLimiter.state(address) };

@@ -137,6 +137,15 @@ describe('readiness and the store', () => {
       const r = await fetch(`http://127.0.0.1:${adminPort}/readyz`);
       expect(r.status).toBe(503);
       expect(await r.json()).toMatchObject({ checks: { store: { state: 'starting', error: expect.any(String) } } });
+      // It says why: the connection's own error, not ioredis's "Stream isn't writeable".
+      const why = await eventually(
+        async () => {
+          const body = (await (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).json()) as { checks: { store: { error: string } } };
+          return /ECONNREFUSED/.test(body.checks.store.error) && body.checks.store.error;
+        },
+        { timeoutMs: 5000, intervalMs: 100, what: 'the store check to name the connection error' },
+      );
+      expect(why).toMatch(/^no connection to Redis \(\w+\): connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
       Object.assign(redis, await spawnRedis({ port }));
       await eventually(async () => (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status === 200, {
         timeoutMs: 8000,

@@ -165,6 +165,18 @@ describe('sluice keys lookup and limits, directly on Redis', () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('IPv4 or IPv6 address');
   });
+
+  it("holds a user id to the admin API's rule: one that is none is refused (exit 1, not echoing it), never shown or reset as an idle user", async () => {
+    for (const user of ['a{b}', 'a/b', '', 'x'.repeat(129)]) {
+      for (const sub of ['show', 'reset']) {
+        const r = await sluice(['limits', sub, '--user', user], env);
+        expect(r.code, `limits ${sub} --user ${JSON.stringify(user)}`).toBe(1);
+        expect(r.stdout).toBe('');
+        expect(r.stderr).toMatch(/user id/i);
+        if (user !== '') expect(r.stderr).not.toContain(user);
+      }
+    }
+  });
 });
 
 describe('sluice keys lookup and limits, through the admin API (the embedded store)', () => {

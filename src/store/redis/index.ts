@@ -30,6 +30,8 @@ export class RedisStore implements Store {
   private readonly changes: ChangeFeed;
   private readonly reconnectListeners: Array<() => void> = [];
   private readyOnce = false;
+  /** The connection's last error since it was last ready. */
+  private connectionError: string | null = null;
   private closed = false;
 
   constructor(opts: RedisStoreOptions) {
@@ -43,9 +45,13 @@ export class RedisStore implements Store {
     this.registry = new KeyRegistry(this.client, prefix, channel);
     this.resets = new LimitResets(this.client, prefix, resetChannel);
     // Errors surface through the commands that fail; the connection's own
-    // 'error' events would otherwise crash the process.
-    this.client.on('error', () => {});
+    // 'error' events would otherwise crash the process. The last one says why a command found no
+    // connection (ioredis only says the stream is not writeable).
+    this.client.on('error', (err: Error) => {
+      this.connectionError = err.message;
+    });
     this.client.on('ready', () => {
+      this.connectionError = null;
       if (this.readyOnce) for (const l of this.reconnectListeners) l();
       this.readyOnce = true;
     });
@@ -118,6 +124,10 @@ export class RedisStore implements Store {
   }
 
   async ping(): Promise<void> {
+    if (this.client.status !== 'ready' && this.connectionError !== null) {
+      // No connection: why, rather than ioredis's "Stream isn't writeable".
+      throw new Error(`no connection to Redis (${this.client.status}): ${this.connectionError}`);
+    }
     const reply = await this.client.ping();
     if (reply !== 'PONG') throw new Error(`unexpected reply to PING: ${String(reply).slice(0, 100)}`);
   }
