@@ -157,6 +157,27 @@ describe('readiness and the store', () => {
       await redis.kill();
     }
   });
+
+  it('starts against a Redis that answers without a warning: its first connection is awaited, not reported as a failure', async () => {
+    const { createSluice } = await import('../../src/app.js');
+    const { buildConfig } = await import('../../src/config/index.js');
+    const { capturedLog } = await import('../support/log.js');
+    const logs = capturedLog();
+    const url = inject('redisUrl');
+    const config = buildConfig(
+      { redis: { keyPrefix: uniquePrefix('quiet-start') } },
+      { SLUICE_UPSTREAM_URL: 'http://127.0.0.1:9', SLUICE_PORT: '0', SLUICE_ADMIN_PORT: '0', SLUICE_REDIS_URL: url },
+    );
+    const sluice = createSluice({ config, log: logs.log, processMetrics: false });
+    try {
+      const { adminPort } = await sluice.listen();
+      await eventually(async () => (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status === 200, { timeoutMs: 5000, intervalMs: 50, what: 'readiness' });
+      expect(logs.lines.filter((l) => (l.level as number) >= 40)).toEqual([]);
+      expect(logs.lines.some((l) => l.msg === 'store (Redis) answers')).toBe(true);
+    } finally {
+      await sluice.close();
+    }
+  });
 });
 
 describe('the sluice command line', () => {
