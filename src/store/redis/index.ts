@@ -62,21 +62,6 @@ export class RedisStore implements Store {
     this.changes = new ChangeFeed(this.sub, { keys: channel, limits: resetChannel });
   }
 
-  /** Resolves when the first connection is made or fails, or after FIRST_CONNECT_WAIT_MS. */
-  private firstConnection(): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(t);
-        this.client.off('ready', done);
-        this.client.off('error', done);
-        resolve();
-      };
-      const t = setTimeout(done, FIRST_CONNECT_WAIT_MS);
-      this.client.once('ready', done);
-      this.client.once('error', done);
-    });
-  }
-
   /** Resolves once the command connection is ready (or rejects after `timeoutMs`). */
   async waitReady(timeoutMs = 5000): Promise<void> {
     if (this.client.status === 'ready') return;
@@ -144,7 +129,7 @@ export class RedisStore implements Store {
   async ping(): Promise<void> {
     // Still making its first connection: its outcome, not a failure nobody caused (a warning at
     // every start would teach operators to ignore it).
-    if (!this.readyOnce && this.connectionError === null && this.client.status !== 'ready') await this.firstConnection();
+    if (!this.readyOnce && this.connectionError === null) await this.waitReady(FIRST_CONNECT_WAIT_MS).catch(() => {});
     if (this.client.status !== 'ready' && this.connectionError !== null) {
       // No connection: why, rather than ioredis's "Stream isn't writeable".
       throw new Error(`no connection to Redis (${this.client.status}): ${this.connectionError}`);
