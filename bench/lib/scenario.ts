@@ -79,6 +79,8 @@ export function withRange(xs: readonly number[], d = 2): string {
 export function medianInterval(xs: readonly number[]): { median: number; lo: number; hi: number } | null {
   const n = xs.length;
   if (n < 6) return null;
+  // 0.5 ** n underflows to 0 past 1074 values, and the walk below would never end.
+  if (n > 1000) throw new Error(`medianInterval takes at most 1000 values, not ${n}`);
   const s = [...xs].sort((a, b) => a - b);
   // The largest j with P(Binomial(n, ½) ≤ j − 1) ≤ 2.5 %: the interval is the j-th value from each end.
   let j = 0;
