@@ -122,7 +122,7 @@ export class Metrics {
   });
   readonly keyLookupsRefused = new Counter({
     name: 'sluice_key_lookups_refused_total',
-    help: 'Keys the replica did not know, refused without a lookup: address_budget (the client address spent auth.failuresPerAddress: 401) or lookup_ceiling (auth.unknownKeyLookupsPerSecond reached: 503)',
+    help: 'Keys the replica did not know, refused without a lookup: address_budget (the client address spent auth.failuresPerAddress: 401) or lookup_ceiling (503: auth.unknownKeyLookupsPerSecond reached, or auth.unknownKeyLookupBurst requests already waiting for the lookups of their address)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
