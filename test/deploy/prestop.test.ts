@@ -224,6 +224,15 @@ describe.concurrent("the relay's preStop hook drains sluice while the relay stil
     // Cut at the bound (readiness is polled every 50 ms; the deadline timer fires on time, give or take a loaded machine).
     expect(ended.at - drainAt).toBeGreaterThanOrEqual(BOUND_S * 1000 - 100);
     expect(ended.at - drainAt).toBeLessThan(BOUND_S * 1000 + 2000);
+    // Read while sluice still runs: it exits once the hook has returned.
+    const text = await eventually(
+      async () => {
+        const t = await metricsText(s.sluice);
+        return metricValue(t, 'sluice_requests_total', { family: 'chat', outcome: 'drain_deadline' }) === 1 && t;
+      },
+      { timeoutMs: 1_000, intervalMs: 20, what: 'the cut request counted' },
+    );
+    expect(metricValue(text, 'sluice_requests_total', { family: 'chat', outcome: 'client_aborted' })).toBe(0);
     const hooked = await hook.exited;
     expect(hooked.code).toBe(0);
     expect(hooked.at).toBeGreaterThanOrEqual(ended.at);
@@ -237,9 +246,6 @@ describe.concurrent("the relay's preStop hook drains sluice while the relay stil
     });
     expect(line.decision).toBe('drain_deadline');
     expect(s.sluice.lines().find((l) => l.msg?.toString().startsWith('drain deadline passed'))).toMatchObject({ forced: 1, drainSeconds: BOUND_S });
-    const text = await metricsText(s.sluice);
-    expect(metricValue(text, 'sluice_requests_total', { family: 'chat', outcome: 'drain_deadline' })).toBe(1);
-    expect(metricValue(text, 'sluice_requests_total', { family: 'chat', outcome: 'client_aborted' })).toBe(0);
 
     expect(await s.sluice.exited).toEqual({ code: 0, signal: null });
     expect(Date.now() - hooked.at).toBeLessThan(SHUTDOWN_BUDGET.sluiceExitSeconds * 1000);
