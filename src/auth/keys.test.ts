@@ -35,6 +35,7 @@ describe('lookupKey and hashKey: a key is looked up as the relay looks it up', (
     ['sk-sk-abc', 'sk'],
     ['sk--3', ''],
     ['-', ''],
+    ['SK-abc', 'SK'],
   ])('%s → %s', (presented, looked) => {
     expect(lookupKey(presented)).toBe(looked);
     expect(hashKey(presented)).toBe(hashKey(looked));

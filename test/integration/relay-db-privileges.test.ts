@@ -11,6 +11,7 @@ import { startHarness, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
 import { capturedLog } from '../support/log.js';
 import { createRelayDb, mysqlAdmin, type RelayDbFixture } from '../support/relay-db.js';
+import { eventually } from '../support/time.js';
 
 interface Grants {
   /** A DSN of the fixture's database as `user`, who holds only what `grant` gave. */
@@ -106,15 +107,14 @@ describe.each(CASES)('a relay database user lacking a grant, on %s', (dialect, g
     const logs = capturedLog();
     const h = await startHarness({ store: 'memory', env: { SLUICE_RELAY_DB: grants.dsnAs(user) }, log: logs.log });
     started.push(h);
-    const deadline = Date.now() + 10_000;
-    let ready = { status: 0, relayDb: {} as Record<string, unknown> };
-    while (Date.now() < deadline) {
-      const r = await fetch(`${h.adminUrl}/readyz`);
-      const body = (await r.json()) as { checks: { relayDb: Record<string, unknown> } };
-      ready = { status: r.status, relayDb: body.checks.relayDb };
-      if (ready.relayDb.error || ready.relayDb.state === 'ok') break;
-      await new Promise((done) => setTimeout(done, 50));
-    }
+    const ready = await eventually(
+      async () => {
+        const r = await fetch(`${h.adminUrl}/readyz`);
+        const body = (await r.json()) as { checks: { relayDb: Record<string, unknown> } };
+        return body.checks.relayDb.error || body.checks.relayDb.state === 'ok' ? { status: r.status, relayDb: body.checks.relayDb } : false;
+      },
+      { timeoutMs: 10_000, what: 'the relay database to be tried' },
+    );
     return { h, ready, errors: logs.lines.filter((l) => l.level === 50).map((l) => String(l.err)) };
   }
 

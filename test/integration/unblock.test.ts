@@ -12,6 +12,7 @@ import { freshUser, metricReader } from '../support/helpers.js';
 import { request } from '../support/http.js';
 import { capturedLog } from '../support/log.js';
 import { uniquePrefix } from '../support/redis.js';
+import { eventually } from '../support/time.js';
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const FILE = {
@@ -28,17 +29,6 @@ const query = async (h: Harness, ip: string) => {
   const r = await request(h.url, 'GET', '/api/status', { headers: { 'x-forwarded-for': ip } });
   return { status: r.status === 429 ? 429 : r.status === 401 ? 'passed' : r.status };
 };
-
-/** Polls `call` until it answers `status`, for at most `ms`; returns the last status. */
-async function until<S>(call: () => Promise<{ status: S }>, status: S, ms: number): Promise<S> {
-  const deadline = Date.now() + ms;
-  let last = (await call()).status;
-  while (last !== status && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 20));
-    last = (await call()).status;
-  }
-  return last;
-}
 
 describe('unblocking on every replica of one Redis', () => {
   let relay: RelayStandin;
@@ -75,7 +65,7 @@ describe('unblocking on every replica of one Redis', () => {
 
     // The replica that reset it admits at once; the other within the moment pub/sub takes.
     expect((await free(a, key)).status).toBe(200);
-    expect(await until(() => free(b, key), 200, 1000)).toBe(200);
+    await eventually(async () => expect((await free(b, key)).status).toBe(200), { timeoutMs: 1000, intervalMs: 20, what: 'the free call let through on the other replica' });
     // Counting starts afresh: the two admitted calls fill the window again.
     for (const h of [a, b]) expect((await free(h, key)).status).toBe(429);
 
@@ -106,7 +96,7 @@ describe('unblocking on every replica of one Redis', () => {
     expect(reset.status).toBe(200);
     expect(await reset.json()).toMatchObject({ ipLimits: { bucket: '2001:db8:0:7::/64', rules: [{ used: 0, remaining: 2 }] } });
     expect((await query(b, '2001:db8:0:7::5')).status).toBe('passed');
-    expect(await until(() => query(a, '2001:db8:0:7::5'), 'passed', 1000)).toBe('passed');
+    await eventually(async () => expect((await query(a, '2001:db8:0:7::5')).status).toBe('passed'), { timeoutMs: 1000, intervalMs: 20, what: 'the query let through' });
     // Another /64 was never touched.
     const other = await (await fetch(`${a.adminUrl}/admin/ips/2001:db8:0:8::1/limits`, { headers: admin })).json();
     expect(other).toMatchObject({ ipLimits: { bucket: '2001:db8:0:8::/64', rules: [{ used: 0 }] } });

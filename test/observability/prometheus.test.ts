@@ -23,14 +23,7 @@ import { alertRules, dashboardQueries, OBSERVABILITY, PROMETHEUS, warnMissing } 
 import { selectors } from '../support/promql.js';
 import { uniquePrefix } from '../support/redis.js';
 import { createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
-
-/**
- * Metrics the dashboard and the alerts use that another branch adds to sluice (i24-redis:
- * src/store/health.ts, the relay database's health), and that this branch's sluice does not export
- * yet. Queries that use them are not asked; once sluice exports one, this test fails until it is
- * removed from here, so that every query is asked again.
- */
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { eventually, GiveUp, sleep } from '../support/time.js';
 
 interface QueryResult {
   status: string;
@@ -61,15 +54,19 @@ async function startPrometheus(target: string): Promise<{ url: string; stop(): P
     await Promise.race([exited, sleep(5000).then(() => child.kill('SIGKILL'))]);
     rmSync(dir, { recursive: true, force: true });
   };
-  const deadline = Date.now() + 15_000;
   let address: string | undefined;
-  while (!(address && log.includes('Server is ready to receive web requests'))) {
-    address ??= /msg="Listening on" address=(127\.0\.0\.1:\d+)/.exec(log)?.[1];
-    if (child.exitCode !== null || Date.now() > deadline) {
-      await stop();
-      throw new Error(`prometheus did not start:\n${log}`);
-    }
-    await sleep(50);
+  try {
+    await eventually(
+      () => {
+        address ??= /msg="Listening on" address=(127\.0\.0\.1:\d+)/.exec(log)?.[1];
+        if (child.exitCode !== null) throw new GiveUp(`prometheus exited (${child.exitCode})`);
+        return address !== undefined && log.includes('Server is ready to receive web requests');
+      },
+      { timeoutMs: 15_000, what: 'prometheus to be ready' },
+    );
+  } catch (err) {
+    await stop();
+    throw new Error(`prometheus did not start: ${(err as Error).message}\n${log}`);
   }
   return { url: `http://${address}`, stop };
 }
@@ -95,12 +92,11 @@ describe.skipIf(!PROMETHEUS)(PROMETHEUS_TITLE, () => {
     });
     prom = await startPrometheus(new URL(sluice.adminUrl).host);
     // The first scrape, before any traffic: every counter's 0 is in Prometheus.
-    for (let i = 0; ; i++) {
-      const up = await query('up{job="sluice"} == 1');
-      if (up.data?.result.length) break;
-      if (i > 100) throw new Error('Prometheus never scraped sluice');
-      await sleep(100);
-    }
+    await eventually(async () => ((await query('up{job="sluice"} == 1')).data?.result.length ?? 0) > 0, {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+      what: 'Prometheus to scrape sluice',
+    });
 
     // Traffic: paid and free calls of a sluice key and of a key in the relay's database, a
     // free-tier refusal, an unknown key, a query endpoint.
@@ -119,11 +115,11 @@ describe.skipIf(!PROMETHEUS)(PROMETHEUS_TITLE, () => {
     exported = new Set([...(await (await fetch(`${sluice.adminUrl}/metrics`)).text()).matchAll(/^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]/gm)].map((m) => m[1]!));
 
     // Scraped after the traffic, and once more so that every rate has two samples that differ.
-    for (let i = 0; ; i++) {
-      if ((await query('sluice_requests_total{outcome="free_tier_minute"} > 0')).data?.result.length) break;
-      if (i > 100) throw new Error('Prometheus never saw the traffic');
-      await sleep(100);
-    }
+    await eventually(async () => ((await query('sluice_requests_total{outcome="free_tier_minute"} > 0')).data?.result.length ?? 0) > 0, {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+      what: 'Prometheus to see the traffic',
+    });
     await sleep(1500);
   }, 60_000);
 
@@ -166,14 +162,17 @@ describe.skipIf(!PROMETHEUS)(PROMETHEUS_TITLE, () => {
 
   it("Prometheus's rule manager loads every alert and evaluates it without error", async () => {
     const rules = alertRules();
-    let loaded: Array<{ name: string; health: string; lastError?: string; lastEvaluation: string }> = [];
-    for (let i = 0; i < 50; i++) {
-      const r = (await (await fetch(`${prom.url}/api/v1/rules?type=alert`)).json()) as { data: { groups: Array<{ rules: typeof loaded }> } };
-      loaded = r.data.groups.flatMap((g) => g.rules);
-      if (loaded.length === rules.length && loaded.every((l) => !l.lastEvaluation.startsWith('0001'))) break;
-      await sleep(100);
-    }
-    expect(loaded.map((l) => l.name).sort()).toEqual(rules.map((r) => r.alert).sort());
+    type Rule = { name: string; health: string; lastError?: string; lastEvaluation: string };
+    const loaded = await eventually(
+      async () => {
+        const r = (await (await fetch(`${prom.url}/api/v1/rules?type=alert`)).json()) as { data: { groups: Array<{ rules: Rule[] }> } };
+        const now = r.data.groups.flatMap((g) => g.rules);
+        expect(now.map((l) => l.name).sort()).toEqual(rules.map((r) => r.alert).sort());
+        expect(now.filter((l) => l.lastEvaluation.startsWith('0001')).map((l) => l.name)).toEqual([]);
+        return now;
+      },
+      { timeoutMs: 5_000, intervalMs: 100, what: 'every alert loaded and evaluated once' },
+    );
     expect(loaded.filter((l) => l.health !== 'ok').map((l) => `${l.name}: ${l.health} ${l.lastError ?? ''}`)).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { couldBeRelayKey, judgeToken, relayKeyBody, storedKey, type TokenRow } from './rules.js';
+import { couldBeRelayKey, judgeToken, storedKey, type TokenRow } from './rules.js';
 
 const NOW = 1_800_000_000;
 const row = (over: Partial<TokenRow> = {}): TokenRow => ({
@@ -44,20 +44,6 @@ describe("judgeToken: the relay's own checks, in its order", () => {
 
   it('admits an unlimited token with no quota left', () => {
     expect(judgeToken(row({ unlimitedQuota: true, remainQuota: 0 }), NOW)).toEqual({ ok: true });
-  });
-});
-
-describe('relayKeyBody: what the relay looks up', () => {
-  it.each([
-    ['sk-abc', 'abc'],
-    ['abc', 'abc'],
-    ['sk-abc-3', 'abc'],
-    ['abc-3-x', 'abc'],
-    ['sk-sk-abc', 'sk'],
-    ['sk--3', ''],
-    ['SK-abc', 'SK'],
-  ])('%s → %s', (presented, body) => {
-    expect(relayKeyBody(presented)).toBe(body);
   });
 });
 

@@ -3,7 +3,6 @@
  * (new-api `middleware/auth.go` TokenAuth and `model/token.go` ValidateUserToken), in one pure
  * function shared by every database dialect.
  */
-import { lookupKey } from '../keys.js';
 import type { KeyStateReason } from '../reasons.js';
 
 /** A token row joined with its user, normalised across PostgreSQL, MySQL and SQLite. */
@@ -47,9 +46,6 @@ export function judgeToken(row: TokenRow, nowSeconds: number): TokenVerdict {
   if (row.userStatus !== USER_ENABLED) return { ok: false, reason: 'user_disabled' };
   return { ok: true };
 }
-
-/** The part of a presented key the relay looks up (src/auth/keys.ts, lookupKey). */
-export const relayKeyBody = lookupKey;
 
 /** The relay's column holds at most 128 characters. */
 export const MAX_RELAY_KEY_LENGTH = 128;

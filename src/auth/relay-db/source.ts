@@ -23,7 +23,8 @@ import { describeRelayDsn, type RelayDsn } from './dsn.js';
 import { ANSWER_GRACE_MS, openDriver, withTimeout, type RelayDbDriver } from './driver.js';
 import { privilegeProblem, probeStatement } from './privileges.js';
 import { TurnBatch } from '../../runtime/turn-batch.js';
-import { couldBeRelayKey, judgeToken, relayKeyBody, type TokenRow } from './rules.js';
+import { lookupKey } from '../keys.js';
+import { couldBeRelayKey, judgeToken, type TokenRow } from './rules.js';
 import { columnsStatement, detectSchema, tokenRow, tokensByKeyStatement, type RelaySchema, type SchemaShape } from './sql.js';
 
 export interface RelayKeySourceOptions {
@@ -152,7 +153,7 @@ export class RelayKeySource implements KeySource {
   }
 
   async find(key: string, hash: string, background: boolean): Promise<SourceAnswer> {
-    const body = relayKeyBody(key);
+    const body = lookupKey(key);
     if (!couldBeRelayKey(body)) return 'unknown';
     // A request waits at most the query timeout, also when its key queued behind busy connections.
     const queued = this.enqueue(body, background);
