@@ -14,6 +14,7 @@ import { AdminError, AdminErrors, StoreUnavailableError, type AdminErrorSpec } f
 import type { FreeTierLimiter } from '../limits/free-tier.js';
 import type { IpLimiter } from '../limits/ip.js';
 import type { Metrics } from '../metrics/index.js';
+import { dropRest } from '../http/body.js';
 import { ADMIN_MAX_CONNECTIONS } from '../http/connections.js';
 
 export interface Readiness {
@@ -80,22 +81,11 @@ function pathSegment(raw: string): string {
   }
 }
 
-/** Drops the rest of a refused request body (bounded by MAX_DISCARD) instead of resetting the connection. */
-function discardRest(req: IncomingMessage, already: number): void {
-  let dropped = already;
-  req.removeAllListeners('data');
-  req.on('data', (c: Buffer) => {
-    dropped += c.length;
-    if (dropped > MAX_DISCARD) req.socket.destroy();
-  });
-  req.resume();
-}
-
 function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > MAX_ADMIN_BODY) {
     if (declared > MAX_DISCARD) res.setHeader('connection', 'close');
-    else discardRest(req, 0);
+    else dropRest(req, MAX_DISCARD);
     return Promise.reject(tooLarge());
   }
   return new Promise((resolve, reject) => {
@@ -108,7 +98,8 @@ function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
         // A chunked body (no declared length) that grew past the limit.
         refused = true;
         chunks.length = 0;
-        discardRest(req, size);
+        req.removeAllListeners('data');
+        dropRest(req, MAX_DISCARD - size);
         reject(tooLarge());
         return;
       }

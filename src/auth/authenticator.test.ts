@@ -5,6 +5,7 @@ import { Authenticator, type AuthenticatorOptions, type AuthResult, type KeyIden
 import { hashKey, lookupKey } from './keys.js';
 import { LookupGuard } from './lookup-guard.js';
 import { DEFAULTS, type AuthConfig } from '../config/index.js';
+import { nextTurn } from '../../test/support/time.js';
 
 const KEY = 'sk-testkey0123456789abcdef';
 const OTHER = 'sk-otherkey0123456789abcdef';
@@ -538,21 +539,20 @@ describe('Authenticator', () => {
       const source: KeySource = { ...m.source, find: (k, h, b) => (asked++, m.source.find(k, h, b)) };
       const guard = new LookupGuard(() => ({ ...DEFAULTS.auth, failuresPerAddress: 2, unknownKeyLookupsPerSecond: 0 }), clock);
       const a = new Authenticator([source], clock, { guard });
-      const flush = (): Promise<void> => new Promise((r) => setImmediate(r));
 
       // A new replica meets three valid keys from one address at once: the third waits for a place.
       const passing = valid.map((k) => a.authenticate([k], '10.0.0.1'));
-      await flush();
+      await nextTurn();
       expect(asked).toBe(2);
       m.release();
-      await flush();
+      await nextTurn();
       expect(asked).toBe(3);
       m.release();
       expect(await Promise.all(passing)).toEqual(valid.map((k) => expect.objectContaining({ ok: true, identity: expect.objectContaining({ user: k }) })));
 
       // Three wrong keys at once: two are looked up and fail; the third is then refused without one.
       const failing = ['sk-nope1', 'sk-nope2', 'sk-nope3'].map((k) => a.authenticate([k], '10.0.0.2'));
-      await flush();
+      await nextTurn();
       m.release();
       expect(await Promise.all(failing)).toEqual([
         { ok: false, reason: 'unknown_key' },

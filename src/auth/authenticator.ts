@@ -117,7 +117,6 @@ interface Lookup {
 
 /** Defaults: a found key is trusted for a minute and renewed, while in use, from three quarters of it. */
 const DEFAULT_POSITIVE_TTL_MS = 60_000;
-export const DEFAULT_REFRESH_AHEAD_MS = Math.floor((DEFAULT_POSITIVE_TTL_MS * 3) / 4);
 
 /** How long a failed background renewal waits before the next (the entry keeps serving until its TTL). */
 const RENEW_RETRY_MS = 5_000;

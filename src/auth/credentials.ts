@@ -1,9 +1,9 @@
 /**
- * Which request headers carry a key on which path (contract §5). Pure: the
- * header matrix is decided here and nowhere else.
+ * The key a request carries, read from the headers its path accepts (contract §5): which headers
+ * those are is each route's (src/routing/routes.ts); reading them, in order, and telling why none
+ * gave a key, is done here. Pure.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { routeOf } from '../routing/routes.js';
 import { lookupKey } from './keys.js';
 import type { HeaderReason } from './reasons.js';
 
@@ -12,11 +12,6 @@ export interface CredentialRules {
   xApiKey: boolean;
   /** `x-goog-api-key` counts (the native generative-content protocol): `/v1beta/models` and below. */
   xGoogApiKey: boolean;
-}
-
-/** The rules of a decoded path; the route table (src/routing/routes.ts) holds them per route. */
-export function credentialRules(path: string): CredentialRules {
-  return routeOf(path);
 }
 
 /**

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULTS, type AuthConfig } from '../config/index.js';
 import { ManualClock } from '../runtime/clock.js';
 import { LookupGuard, type LookupAdmission } from './lookup-guard.js';
+import { nextTurn } from '../../test/support/time.js';
 
 function guard(over: Partial<AuthConfig> = {}) {
   const clock = new ManualClock();
@@ -11,8 +12,6 @@ function guard(over: Partial<AuthConfig> = {}) {
 }
 
 type Admitted = Extract<LookupAdmission, { admitted: true }>;
-
-const flush = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 function admitted(a: LookupAdmission): Admitted {
   expect(a.admitted).toBe(true);
@@ -40,12 +39,12 @@ describe('LookupGuard', () => {
       }
       admitted(g.admit('b')); // another address has its own budget
       first.settle('invalid'); // a place spent: nothing changes for the waiters while second may give one back
-      await flush();
+      await nextTurn();
       expect(woken).toEqual([]);
       const fifth = admitted(g.admit('c')); // unrelated
       fifth.settle('valid');
       second.settle('valid'); // its place goes back, and it was the last in flight: everyone is judged again
-      await flush();
+      await nextTurn();
       expect(woken).toEqual(['third', 'fourth']);
       admitted(g.admit('a')).settle('invalid');
       // Two failures and none in flight: spent.
@@ -62,14 +61,14 @@ describe('LookupGuard', () => {
         if (a.reason === 'address_pending') void a.settled.then(() => woken.push(i));
       }
       flying[0]!.settle('valid');
-      await flush();
+      await nextTurn();
       expect(woken).toEqual([0]);
       // The woken one takes the place back and fails; so does the other lookup: the budget is spent.
       admitted(g.admit('a')).settle('invalid');
-      await flush();
+      await nextTurn();
       expect(woken).toEqual([0]);
       flying[1]!.settle('invalid');
-      await flush();
+      await nextTurn();
       expect(woken).toEqual([0, 1, 2, 3]);
       expect(g.admit('a')).toEqual({ admitted: false, reason: 'address_budget' });
     });
@@ -83,7 +82,7 @@ describe('LookupGuard', () => {
       expect(g.waiting).toBe(2);
       expect(g.admit('a')).toEqual({ admitted: false, reason: 'lookup_ceiling', retryAfterSeconds: 1 });
       a.settle('valid');
-      await flush();
+      await nextTurn();
       expect(g.waiting).toBe(1);
       expect(g.admit('b')).toMatchObject({ reason: 'address_pending' }); // a's waiter left: room for one
       expect(g.waiting).toBe(2);

@@ -1,7 +1,7 @@
 /**
  * Every setting, once: its type, default, range or format, environment variable, whether a reload
  * of the config file changes it, whether it is a secret, and what it does. The loader
- * (src/config/index.ts), the reload policy (src/limits/policy.ts), log redaction (src/log/index.ts) and
+ * (src/config/index.ts), the reload policy (src/config/reload.ts), log redaction (src/log/index.ts) and
  * docs/configuration.md (`npm run docs:config`) all read this one schema.
  *
  * The schema is TypeBox, so each node is plain JSON Schema; what JSON Schema has no word for is

@@ -5,6 +5,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { readBody, type ChunkObserver } from './body.js';
+import { nextTurn } from '../../test/support/time.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -31,7 +32,7 @@ function split(buf: Buffer, sizes: () => number): Buffer[] {
 
 async function collectGarbage(): Promise<void> {
   for (let i = 0; i < 3; i++) {
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     gc();
   }
 }
@@ -76,7 +77,7 @@ describe('readBody', () => {
     const req = new Readable({ read() {} }) as unknown as IncomingMessage;
     req.headers = { 'content-length': '10' };
     (req as unknown as Readable).destroy();
-    await new Promise((resolve) => setImmediate(resolve)); // its 'close' is over
+    await nextTurn(); // its 'close' is over
     expect(await readBody(req, 100)).toEqual({ ok: false, reason: 'client_aborted' });
   });
 
@@ -88,7 +89,7 @@ describe('readBody', () => {
     const before = process.memoryUsage().arrayBuffers;
     const pending = readBody(req, declared);
     (req as unknown as Readable).push(Buffer.alloc(300 * 1024, 1));
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(4 * 1024 * 1024);
     (req as unknown as Readable).destroy();
     expect(await pending).toEqual({ ok: false, reason: 'client_aborted' });

@@ -10,7 +10,7 @@ import type { GuardedDecision, LimitStore } from './guard.js';
 import { DayClock, type Day } from './day.js';
 import { nextMember } from './member.js';
 import { freeModelRule } from './model-fold.js';
-import { refusalsFor, type Kept, type RememberRefusals, type Refusals } from './refusals.js';
+import { refusalsFor, type Kept, type RememberRefusals, type RememberedRefusals } from './remembered.js';
 import { retryAfterSeconds } from './retry-after.js';
 
 interface Usage {
@@ -57,7 +57,7 @@ export class FreeTierLimiter {
    * Refused users, whose retries are answered from memory while the store could only repeat
    * itself (the SDKs retry 429s). A reload builds a new limiter: it starts empty.
    */
-  private readonly refusals: Refusals<Refusal>;
+  private readonly refusals: RememberedRefusals<Refusal>;
 
   constructor(
     readonly config: FreeTierConfig,
@@ -130,7 +130,7 @@ export class FreeTierLimiter {
    * user gets in; with more (the limit was lowered since), older calls leave before that and
    * change the answer's fields, so it is not kept. A day refusal holds until the day ends, or
    * until the window's oldest call leaves, whichever comes first. Either way at most
-   * `rememberRefusalsMs` (see Refusals).
+   * `rememberRefusalsMs` (see RememberedRefusals).
    */
   private keep(user: string, now: number, reason: 'day' | 'window', retryAfterMs: number, usage: Usage, resetMs: number[]): void {
     const dayResetAt = now + (resetMs[0] ?? 0);

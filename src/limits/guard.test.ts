@@ -6,6 +6,7 @@ import { MemoryStore } from '../store/memory.js';
 import { NotSentError, type Decision, type LimitCheck, type OutageAdmission, type Store } from '../store/types.js';
 import { GuardedLimits } from './guard.js';
 import { OutageLedger } from './outage-ledger.js';
+import { nextTurn } from '../../test/support/time.js';
 
 const checks: LimitCheck[] = [{ kind: 'window', key: 'k', limit: 2, windowMs: 60_000 }];
 
@@ -71,7 +72,7 @@ describe('GuardedLimits and the outage replay', () => {
     expect(replayed).toEqual([]);
     answer = () => Promise.resolve({ admitted: true, used: [1], resetMs: [60_000] });
     await g.consume(checks, 1000, 'm4', 'free_tier');
-    await new Promise((r) => setImmediate(r));
+    await nextTurn();
     expect(replayed.map((a) => [a.member, a.maybeCounted])).toEqual([
       ['m1', false],
       ['m2', true],

@@ -10,7 +10,7 @@ import type { IpLimitRule } from '../config/index.js';
 import type { WindowCheck } from '../store/types.js';
 import type { LimitStore } from './guard.js';
 import { nextMember } from './member.js';
-import { refusalsFor, type Kept, type RememberRefusals, type Refusals } from './refusals.js';
+import { refusalsFor, type Kept, type RememberRefusals, type RememberedRefusals } from './remembered.js';
 import { retryAfterSeconds } from './retry-after.js';
 
 /** `remembered`: a kept refusal answered it, without asking the store (limits.rememberRefusalsSeconds). */
@@ -58,7 +58,7 @@ export class IpLimiter {
    * window before T do not move T (the store's retry time is when the count falls below the
    * limit), so a refusal is kept until T whatever the count. A reload builds a new limiter.
    */
-  private readonly refusals: Refusals<Kept>;
+  private readonly refusals: RememberedRefusals<Kept>;
   private readonly ipv6Prefix: number;
 
   constructor(
@@ -136,7 +136,7 @@ export class IpLimiter {
     // Refusals are kept per (bucket, rule); a rule's name is unique among the rules.
     const refusal = `${subject} ${rule.name}`;
     const kept = this.refusals.get(refusal, now);
-    // A kept refusal's `until` is the store's retry time itself (Refusals caps only how long it is kept).
+    // A kept refusal's `until` is the store's retry time itself (RememberedRefusals caps only how long it is kept).
     if (kept !== undefined) return { admitted: false, retryAfterSeconds: retryAfterSeconds(kept.until - now), remembered: true };
     const check = { kind: 'window', subject, key: rule.name, limit: rule.limit, windowMs: rule.windowSeconds * 1000 } as const;
     const d = await this.store.consume([check], now, nextMember(), `ip:${rule.name}`);

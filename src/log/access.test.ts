@@ -7,9 +7,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { accessFields, boundLogged, createAccessLog, loggedModel, LOGGED_FIELD_MAX_CHARS, redactPath, wantsAccessLine, type AccessRecord } from './access.js';
 import { createLogger, logDestination } from './index.js';
 import type { Outcome } from '../answers/outcome.js';
+import { nextTurn } from '../../test/support/time.js';
 
 /** The end of the event-loop turn, when the turn's access lines are built. */
-const turnEnd = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 function sink(): { stream: Writable; text: () => string; clear: () => void } {
   let out = '';
@@ -104,7 +104,7 @@ describe('access line', () => {
       const d = decisions[i % decisions.length]!;
       access(r, d);
       pinoLine(reference, r, d, Math.round((NOW - r.start) * 100) / 100);
-      await turnEnd();
+      await nextTurn();
     }
     const got = a.text().split('\n');
     const want = b.text().split('\n');
@@ -134,7 +134,7 @@ describe('access line', () => {
     const info = vi.spyOn(log, 'info');
     createAccessLog(log)(base, 'admitted');
     expect(a.text()).toBe('');
-    await turnEnd();
+    await nextTurn();
     expect(info).not.toHaveBeenCalled();
     expect(JSON.parse(a.text())).toMatchObject({ level: 30, svc: 'sluice', reqId: 'req-1', msg: 'request' });
   });
@@ -161,7 +161,7 @@ describe('access line', () => {
     const a = sink();
     const odd = 'gpt-\ud800-x';
     createAccessLog(createLogger('info', a.stream))({ ...base, model: odd }, 'admitted');
-    await turnEnd();
+    await nextTurn();
     expect(a.text()).toContain('\\ud800');
     expect((JSON.parse(a.text()) as { model: string }).model).toBe(odd);
   });
@@ -185,7 +185,7 @@ describe('access line', () => {
     const access = createAccessLog(log);
     log.setBindings({ replica: 'r-2' });
     access(base, 'admitted');
-    await turnEnd();
+    await nextTurn();
     expect(JSON.parse(a.text())).toMatchObject({ svc: 'sluice', replica: 'r-2', reqId: 'req-1' });
   });
 
@@ -194,11 +194,11 @@ describe('access line', () => {
     const log = createLogger('warn', a.stream);
     const access = createAccessLog(log);
     access(base, 'admitted');
-    await turnEnd();
+    await nextTurn();
     expect(a.text()).toBe('');
     log.level = 'info';
     access(base, 'admitted');
-    await turnEnd();
+    await nextTurn();
     expect(JSON.parse(a.text())).toMatchObject({ reqId: 'req-1' });
   });
 
@@ -297,7 +297,7 @@ describe('keys in the logged path', () => {
     const b = sink();
     createAccessLog(createLogger('info', a.stream))(r, decision);
     createAccessLog(pino({ redact: ['ip'] }, b.stream))(r, decision);
-    await turnEnd();
+    await nextTurn();
     return [a.text(), b.text()].map((text) => {
       expect(text).not.toContain(sluiceKey.slice(3));
       return JSON.parse(text) as Record<string, unknown>;

@@ -7,7 +7,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { buildConfig, publicConfig } from '../config/index.js';
 import pino from 'pino';
 import { HOLD_BYTES, HOLD_MS, createLogger, isoTimeCached, logDestination, type HeldDestination } from './index.js';
-import { sleep } from '../../test/support/time.js';
+import { nextTurn, sleep } from '../../test/support/time.js';
 
 function capture(): { log: ReturnType<typeof createLogger>; lines: () => Array<Record<string, unknown>> } {
   const out: string[] = [];
@@ -172,7 +172,7 @@ describe('log destination', () => {
     const { dest, writes, file } = await held();
     dest.write('a\n');
     dest.write('b\n');
-    await new Promise((r) => setImmediate(r));
+    await nextTurn();
     dest.write('c\n');
     expect(writes).toEqual([]);
     await sleep(HOLD_MS + 30);

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { credentialRules } from '../auth/credentials.js';
 import type { Clock } from '../runtime/clock.js';
 import { DEFAULT_IP_LIMITS, DEFAULTS } from '../config/index.js';
 import { FreeTierLimiter } from '../limits/free-tier.js';
@@ -7,6 +6,7 @@ import type { LimitStore } from '../limits/guard.js';
 import { compileIpRules } from '../limits/ip.js';
 import { requestedModel } from '../model/index.js';
 import { modelFromPath } from '../model/path.js';
+import { routeOf } from './routes.js';
 import { invalidTargetReason, parseTarget, type Target } from './target.js';
 
 function target(url: string): Target {
@@ -192,12 +192,12 @@ describe('decisions are taken on the path decoded once', () => {
   });
 
   it('credentials: which headers carry a key follows the once-decoded path', () => {
-    expect(credentialRules(pathOf('/v1beta%2Fmodels/gemini:generateContent')).xGoogApiKey).toBe(true);
-    expect(credentialRules(pathOf('/v1bet%61/models/gemini:generateContent')).xGoogApiKey).toBe(true);
-    expect(credentialRules(pathOf('/v1beta%252Fmodels/gemini:generateContent')).xGoogApiKey).toBe(false);
-    expect(credentialRules(pathOf('/v1/m%65ssages')).xApiKey).toBe(true);
-    expect(credentialRules(pathOf('/v1/m%2565ssages')).xApiKey).toBe(false);
-    expect(credentialRules(pathOf('/v1/models%2Fgpt-4o')).xApiKey).toBe(true);
+    expect(routeOf(pathOf('/v1beta%2Fmodels/gemini:generateContent')).xGoogApiKey).toBe(true);
+    expect(routeOf(pathOf('/v1bet%61/models/gemini:generateContent')).xGoogApiKey).toBe(true);
+    expect(routeOf(pathOf('/v1beta%252Fmodels/gemini:generateContent')).xGoogApiKey).toBe(false);
+    expect(routeOf(pathOf('/v1/m%65ssages')).xApiKey).toBe(true);
+    expect(routeOf(pathOf('/v1/m%2565ssages')).xApiKey).toBe(false);
+    expect(routeOf(pathOf('/v1/models%2Fgpt-4o')).xApiKey).toBe(true);
   });
 
   it('per-IP limits: rules match the once-decoded path', () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { atTurnEnd, TurnBatch } from './turn-batch.js';
+import { nextTurn } from '../../test/support/time.js';
 
 /** Resolves at the end of this turn, after the immediates set before it (they run in order). */
-const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 describe('TurnBatch', () => {
   it("hands one turn's items to the flush once, in order, after the turn's own work", async () => {

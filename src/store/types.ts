@@ -10,7 +10,7 @@ export interface KeyRecord {
   user: string;
   name: string;
   createdAt: string;
-  /** SHA-256 of the key body (the key without its `sk-`), hex. The key itself is never stored. */
+  /** SHA-256 of the key's lookupKey (src/auth/keys.ts: without `sk-` and any `-suffix`), hex. The key itself is never stored. */
   hash: string;
 }
 

@@ -6,7 +6,7 @@
  */
 import { beforeAll, expect } from 'vitest';
 import type { Harness } from '../support/harness.js';
-import { rejectionOf } from '../support/helpers.js';
+import { freshUser, rejectionOf } from '../support/helpers.js';
 import type { RecordedRequest } from '../../demo/relay.js';
 
 /** A free-tier model (id ends in `-free`) and its paid counterpart. */
@@ -56,11 +56,9 @@ export function countingFetch(): CountingFetch {
   return c;
 }
 
-let users = 0;
-
-/** A key of a fresh user, so tests never share a free-tier budget. */
+/** A key of a fresh user (test/support/helpers.ts, freshUser), so tests never share a free-tier budget. */
 export async function freshKey(h: Harness, tag: string): Promise<string> {
-  return (await h.createKey(`${tag}-${++users}-${process.pid}`)).key;
+  return (await freshUser(h, tag)).key;
 }
 
 /** A fresh user's key and an SDK client that calls with it. */

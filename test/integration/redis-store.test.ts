@@ -4,7 +4,7 @@ import { buildConfig } from '../../src/config/index.js';
 import { RedisStore, redisStoreOptions } from '../../src/store/redis/index.js';
 import type { Decision, LimitCheck } from '../../src/store/types.js';
 import { spawnRedis, uniquePrefix } from '../support/redis.js';
-import { eventually } from '../support/time.js';
+import { eventually, nextTurn } from '../support/time.js';
 
 /**
  * Counts the writes that reach the command socket (one per system call once corked writes are merged).
@@ -178,7 +178,7 @@ describe('Redis store decisions', () => {
     const counter = countSocketWrites(store);
     const first = store.consume(check, Date.now(), 'a');
     expect(counter.writes).toBe(0); // held while this turn's callbacks run
-    await new Promise((r) => setImmediate(r));
+    await nextTurn();
     expect(counter.writes).toBe(1); // and written before the next turn's first callback
     expect((await first).admitted).toBe(true);
     const second = await store.consume(check, Date.now(), 'b');

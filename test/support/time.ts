@@ -9,6 +9,14 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/**
+ * Resolves once this event-loop turn has ended: after the check phase, where a TurnBatch's flush
+ * (src/runtime/turn-batch.ts) runs, so what the turn batched has been handled.
+ */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 export interface EventuallyOptions {
   /** Give up after this long; default 5 s. */
   timeoutMs?: number;

@@ -11,7 +11,7 @@
  *   (1 s, or an eighth of `maxAgeMs` when that is shorter);
  * - at most `poolSize` statements run at once, and at most `maxQueued` keys wait: past that a
  *   lookup fails at once (the request gets 503 and Retry-After, as in an outage); a request waits
- *   at most `queryTimeoutMs` in all, queue included.
+ *   at most `queryTimeoutMs` in all, queue included, and ANSWER_GRACE_MS more for an answer on its way.
  * Nothing here keeps a key: the queue holds a key's body only until its statement is sent.
  */
 import type { Logger } from 'pino';

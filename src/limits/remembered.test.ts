@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { Refusals } from './refusals.js';
+import { RememberedRefusals } from './remembered.js';
 
-describe('Refusals', () => {
+describe('RememberedRefusals', () => {
   it('keeps an entry until its own end or maxAgeMs, whichever comes first', () => {
-    const r = new Refusals({ maxAgeMs: 10_000, max: 10 });
+    const r = new RememberedRefusals({ maxAgeMs: 10_000, max: 10 });
     r.keep('short', { until: 3_000 }, 0);
     r.keep('long', { until: 60_000 }, 0);
     expect(r.get('short', 2_999)).toBeDefined();
@@ -14,14 +14,14 @@ describe('Refusals', () => {
   });
 
   it('keeps nothing when maxAgeMs is 0', () => {
-    const r = new Refusals({ maxAgeMs: 0, max: 10 });
+    const r = new RememberedRefusals({ maxAgeMs: 0, max: 10 });
     r.keep('a', { until: 5_000 }, 0);
     expect(r.get('a', 1)).toBeUndefined();
     expect(r.size).toBe(0);
   });
 
   it('drops expired entries of subjects that never come back', () => {
-    const r = new Refusals({ maxAgeMs: 10_000, max: 1000 });
+    const r = new RememberedRefusals({ maxAgeMs: 10_000, max: 1000 });
     for (let i = 0; i < 100; i++) r.keep(`idle-${i}`, { until: 60_000 }, i);
     expect(r.size).toBe(100);
     r.keep('late', { until: 60_000 }, 20_000); // all the idle ones ended by 10,099
@@ -29,7 +29,7 @@ describe('Refusals', () => {
   });
 
   it('holds at most max entries, forgetting the oldest refusal first; keeping a subject again makes it the newest', () => {
-    const r = new Refusals({ maxAgeMs: 10_000, max: 3 });
+    const r = new RememberedRefusals({ maxAgeMs: 10_000, max: 3 });
     r.keep('a', { until: 9_000 }, 0);
     r.keep('b', { until: 9_000 }, 0);
     r.keep('c', { until: 9_000 }, 0);
@@ -39,7 +39,7 @@ describe('Refusals', () => {
   });
 
   it('at the bound, keeps the subject whose retries it is answering and forgets one refused earlier and not seen since', () => {
-    const r = new Refusals({ maxAgeMs: 10_000, max: 2 });
+    const r = new RememberedRefusals({ maxAgeMs: 10_000, max: 2 });
     r.keep('retrying', { until: 9_000 }, 0);
     r.keep('gone', { until: 9_000 }, 0);
     expect(r.get('retrying', 1)).toBeDefined(); // a retry answered from memory
@@ -48,14 +48,14 @@ describe('Refusals', () => {
   });
 
   it('clear forgets everything', () => {
-    const r = new Refusals({ maxAgeMs: 10_000, max: 3 });
+    const r = new RememberedRefusals({ maxAgeMs: 10_000, max: 3 });
     r.keep('a', { until: 9_000 }, 0);
     r.clear();
     expect(r.get('a', 1)).toBeUndefined();
   });
 
   it('caps how long a refusal is kept without changing the refusal it hands back', () => {
-    const r = new Refusals<{ until: number; retryAt: number }>({ maxAgeMs: 1000, max: 3 });
+    const r = new RememberedRefusals<{ until: number; retryAt: number }>({ maxAgeMs: 1000, max: 3 });
     const refusal = { until: 5000, retryAt: 5000 };
     r.keep('a', refusal, 0);
     expect(r.get('a', 999)).toBe(refusal);

@@ -15,7 +15,7 @@ export interface Kept {
   until: number;
 }
 
-export interface RefusalsOptions {
+export interface RememberedRefusalsOptions {
   /** Longest an entry is kept, ms (0: nothing is kept). */
   maxAgeMs: number;
   /** Most entries at once. */
@@ -31,8 +31,8 @@ export interface RememberRefusals {
 /** Each limiter keeps at most this many refused subjects (the least recently refused or retried are forgotten first). */
 const MAX_KEPT = 10_000;
 
-export function refusalsFor<T extends Kept>(opts: RememberRefusals): Refusals<T> {
-  return new Refusals<T>({ maxAgeMs: opts.rememberRefusalsMs ?? 10_000, max: MAX_KEPT });
+export function refusalsFor<T extends Kept>(opts: RememberRefusals): RememberedRefusals<T> {
+  return new RememberedRefusals<T>({ maxAgeMs: opts.rememberRefusalsMs ?? 10_000, max: MAX_KEPT });
 }
 
 interface Entry<T> {
@@ -41,7 +41,7 @@ interface Entry<T> {
   refusal: T;
 }
 
-export class Refusals<T extends Kept> {
+export class RememberedRefusals<T extends Kept> {
   /**
    * lru-cache holds the bound and the order (a retry that is answered from here makes the subject
    * the most recent). Each entry ends at its own `until`, checked here: the limiters pass the
@@ -52,7 +52,7 @@ export class Refusals<T extends Kept> {
   /** The next instant the least recent entries are checked for expired ones (once a second at most). */
   private sweepAt = 0;
 
-  constructor(private readonly opts: RefusalsOptions) {
+  constructor(private readonly opts: RememberedRefusalsOptions) {
     this.kept = new LRUCache({ max: Math.max(1, opts.max) });
   }
 
