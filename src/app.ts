@@ -12,7 +12,7 @@ import { lookupKeyOwner } from './admin/key-lookup.js';
 import { KeyService } from './admin/keys.js';
 import { ReplicaReadiness } from './admin/readiness.js';
 import { createAdminServer } from './admin/server.js';
-import { Authenticator, storeKeySource, type AuthenticatorOptions, type KeySource } from './auth/authenticator.js';
+import { Authenticator, keySources, storeKeySource, type AuthenticatorOptions } from './auth/authenticator.js';
 import { LookupGuard } from './auth/lookup-guard.js';
 import { relayKeySourceFor, type RelayKeySource } from './auth/relay-db/source.js';
 import { publicConfig, type Config } from './config/index.js';
@@ -122,10 +122,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
   let policy: Policy = buildPolicy(config, limits, clock);
   // A store that reconnected may have lost counts (a Redis restarted without persistence): the
   // refusals kept from before could refuse calls it would now admit.
-  store.onReconnect(() => {
-    policy.freeTier.forgetRefusals();
-    policy.ipLimiter.forgetRefusals();
-  });
+  store.onReconnect(() => forgetSubject(policy, { type: 'flush' }));
   // An operator reset a subject's limits (here or on another replica): what this replica keeps of
   // it, refusals and outage counts, goes at once.
   store.onLimitsReset((e) => {
@@ -141,10 +138,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
     if (failed) metrics.relayDbErrors.inc({ op });
   });
   if (relayKeys) metrics.relayDbUp(() => (relayKeys.health().state === 'ok' ? 1 : 0));
-  // The relay's database first: it is authoritative for the keys it holds (a key it refuses is
-  // refused, whatever sluice's registry says); the registry answers for keys it does not hold.
-  const sources: KeySource[] = [storeKeySource(store, timed)];
-  if (relayKeys) sources.unshift(relayKeys);
+  const sources = keySources(storeKeySource(store, timed), relayKeys);
   // Lookups of unknown keys are bounded where they cost a round trip (Redis, the relay's database);
   // in the embedded store a lookup costs nothing.
   const guard = relayKeys !== null || store.kind === 'redis' ? new LookupGuard(() => config.auth, clock, log) : undefined;

@@ -14,6 +14,7 @@ import type { BodyBudget, BodyLease } from './http/body-budget.js';
 import { declaredLength, dropRest, hasBody, readBody } from './http/body.js';
 import { addressBucket } from './http/address-bucket.js';
 import { resolveClientIp } from './http/client-ip.js';
+import { FREE_TIER_LIMIT, ipRuleLimit } from './limits/names.js';
 import type { Clock } from './runtime/clock.js';
 import { BodyBudgetExceededError, StoreUnavailableError } from './answers/errors.js';
 import { Refusals, sendRefusal, type Refusal, type RefusalArgs } from './answers/refusals.js';
@@ -263,8 +264,8 @@ export function createGateway(d: GatewayDeps): Gateway {
       // A client that left while the store decided has had its line: nothing more for it.
       if (res.destroyed) return;
       if (!v.admitted) {
-        if (v.remembered) await remembered(`ip:${rule.name}`);
-        if (rule.shadow) shadowReject(t, `ip:${rule.name}`, 'window');
+        if (v.remembered) await remembered(ipRuleLimit(rule.name));
+        if (rule.shadow) shadowReject(t, ipRuleLimit(rule.name), 'window');
         else return refuse(res, t, Refusals.IP_LIMITED, { params: { retryAfter: v.retryAfterSeconds } });
       }
     }
@@ -357,7 +358,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     let rateLimit: Record<string, string> | undefined;
     if (free) {
       const v = await p.freeTier.admit(auth.identity.user);
-      if (!v.admitted && v.remembered) await remembered('free_tier');
+      if (!v.admitted && v.remembered) await remembered(FREE_TIER_LIMIT);
       if (res.destroyed) return;
       const shadow = p.config.freeTier.shadow;
       if (!shadow) {
@@ -366,7 +367,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       }
       if (!v.admitted) {
         if (shadow) {
-          shadowReject(t, 'free_tier', v.reason);
+          shadowReject(t, FREE_TIER_LIMIT, v.reason);
         } else {
           const c = p.config.freeTier;
           const retryAfter = v.retryAfterSeconds;

@@ -5,7 +5,7 @@
  * needs since it lives inside that process. Both answer alike.
  */
 import pino from 'pino';
-import { Authenticator, storeKeySource, type KeySource } from '../auth/authenticator.js';
+import { Authenticator, keySources, storeKeySource } from '../auth/authenticator.js';
 import { relayKeySourceFor } from '../auth/relay-db/source.js';
 import type { Config } from '../config/index.js';
 import { FreeTierLimiter } from '../limits/free-tier.js';
@@ -56,9 +56,7 @@ export async function directClient(cfg: Config, redisUrl: string): Promise<Admin
     deleteKey: async (id) => (await keys.remove(id)) !== null,
     lookupKey: async (key) => {
       relay ??= relayKeySourceFor(cfg.relayDb, systemClock, pino({ level: 'silent' }));
-      const sources: KeySource[] = [storeKeySource(store)];
-      if (relay) sources.unshift(relay);
-      return lookupKeyOwner(new Authenticator(sources, systemClock), key);
+      return lookupKeyOwner(new Authenticator(keySources(storeKeySource(store), relay), systemClock), key);
     },
     userLimits: async (user, reset) => {
       // The admin API's rule: a `{` or `}` would break the hash tag that keeps a user's counts in one slot.

@@ -9,7 +9,7 @@ import { AdminError, AdminErrors, type AdminErrorSpec } from '../answers/errors.
 import type { IpLimiter } from '../limits/ip.js';
 
 /** Letters, digits and `_ . @ : + -`, 1 to 128 of them. */
-export const ID_PATTERN = /^[A-Za-z0-9_.@:+-]{1,128}$/;
+const ID_PATTERN = /^[A-Za-z0-9_.@:+-]{1,128}$/;
 
 function checked(value: unknown, refusal: AdminErrorSpec): string {
   if (typeof value !== 'string' || !ID_PATTERN.test(value)) throw new AdminError(refusal);

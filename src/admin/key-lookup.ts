@@ -6,6 +6,7 @@
  */
 import type { Authenticator } from '../auth/authenticator.js';
 import type { KeyRefusal } from '../auth/reasons.js';
+import { RELAY_DB_SOURCE } from '../auth/relay-db/source.js';
 import { AdminError, AdminErrors, StoreUnavailableError } from '../answers/errors.js';
 
 export interface KeyLookup {
@@ -47,7 +48,7 @@ export async function lookupKeyOwner(authenticator: Authenticator, key: string):
     throw new StoreUnavailableError(err);
   }
   const { answer } = found;
-  const source = found.source === null ? null : found.source === 'relay-db' ? 'relay-db' : 'registry';
+  const source = found.source === null ? null : found.source === RELAY_DB_SOURCE ? 'relay-db' : 'registry';
   if (!('reason' in answer)) return { id: answer.id, user: answer.user, source, valid: true, reason: null };
   const held = 'id' in answer && answer.id !== undefined;
   return { id: held ? answer.id! : null, user: held ? (answer.user ?? null) : null, source: held ? source : null, valid: false, reason: answer.reason };

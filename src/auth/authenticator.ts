@@ -461,3 +461,12 @@ export function storeKeySource(
     onChange: (l) => store.onKeyChange(l),
   };
 }
+
+/**
+ * The key sources in the order they are asked: the relay's database first, authoritative for the
+ * keys it holds (a key it refuses is refused, whatever the registry says), then sluice's registry
+ * for the keys it does not hold.
+ */
+export function keySources(registry: KeySource, relayDb: KeySource | null | undefined): KeySource[] {
+  return relayDb ? [relayDb, registry] : [registry];
+}

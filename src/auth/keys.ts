@@ -7,7 +7,7 @@
  */
 import { hash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 
-export const KEY_PREFIX = 'sk-';
+const KEY_PREFIX = 'sk-';
 
 /** The body of a key as it arrives: one leading `sk-` stripped, nothing else changed. */
 export function keyBody(raw: string): string {

@@ -20,7 +20,6 @@ export { DEFAULT_IP_LIMITS, DEFAULTS, ENV_VARS, MAX_CONNECTIONS_CAP } from './sc
 export type IpLimitRule = Settings['ipLimits'][number];
 export type FreeTierConfig = Settings['freeTier'];
 export type RedisConfig = Settings['redis'];
-export type ServerConfig = Settings['server'];
 export type AccessLogMode = Settings['accessLog'];
 /** The bounds on what a flood of wrong keys may cost the key stores. */
 export type AuthConfig = Settings['auth'];

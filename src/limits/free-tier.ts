@@ -9,6 +9,7 @@ import type { LimitCheck, LimitState } from '../store/types.js';
 import type { GuardedDecision, LimitStore } from './guard.js';
 import { DayClock, type Day } from './day.js';
 import { nextMember } from './member.js';
+import { FREE_TIER_LIMIT, userSubject } from './names.js';
 import { freeModelRule } from './model-fold.js';
 import { refusalsFor, type Kept, type RememberRefusals, type RememberedRefusals } from './remembered.js';
 import { retryAfterSeconds } from './retry-after.js';
@@ -105,7 +106,7 @@ export class FreeTierLimiter {
     const now = this.clock.now();
     const r = this.refusals.get(user, now);
     if (r !== undefined) return refusalAt(r, now);
-    const d = await this.store.consume(this.checks(user, now), now, nextMember(), 'free_tier');
+    const d = await this.store.consume(this.checks(user, now), now, nextMember(), FREE_TIER_LIMIT);
     return this.verdict(user, now, d);
   }
 
@@ -189,11 +190,6 @@ export class FreeTierLimiter {
       },
     };
   }
-}
-
-/** Whose counts a user's are: the subject of their checks (src/store/limit-key.ts), and of a limits reset. */
-export function userSubject(user: string): string {
-  return `u:${user}`;
 }
 
 /** The verdict the store would give at `now` for a refusal kept by `keep`: same fields, same rounding. */

@@ -10,6 +10,7 @@ import type { IpLimitRule } from '../config/index.js';
 import type { WindowCheck } from '../store/types.js';
 import type { LimitStore } from './guard.js';
 import { nextMember } from './member.js';
+import { bucketSubject, ipRuleLimit } from './names.js';
 import { refusalsFor, type Kept, type RememberRefusals, type RememberedRefusals } from './remembered.js';
 import { retryAfterSeconds } from './retry-after.js';
 
@@ -139,15 +140,10 @@ export class IpLimiter {
     // A kept refusal's `until` is the store's retry time itself (RememberedRefusals caps only how long it is kept).
     if (kept !== undefined) return { admitted: false, retryAfterSeconds: retryAfterSeconds(kept.until - now), remembered: true };
     const check = { kind: 'window', subject, key: rule.name, limit: rule.limit, windowMs: rule.windowSeconds * 1000 } as const;
-    const d = await this.store.consume([check], now, nextMember(), `ip:${rule.name}`);
+    const d = await this.store.consume([check], now, nextMember(), ipRuleLimit(rule.name));
     if (d.admitted) return { admitted: true };
     // A refusal taken by this replica alone during an outage is not the shared state: not kept.
     if (d.degraded !== true) this.refusals.keep(refusal, { until: now + d.retryAfterMs }, now);
     return { admitted: false, retryAfterSeconds: retryAfterSeconds(d.retryAfterMs) };
   }
-}
-
-/** Whose counts an address bucket's are: the subject of its checks, and of a limits reset. */
-export function bucketSubject(bucket: string): string {
-  return `ip:${bucket}`;
 }

@@ -10,6 +10,7 @@ import { FreeTierLimiter } from './free-tier.js';
 import type { LimitsReset } from '../store/types.js';
 import type { LimitStore } from './guard.js';
 import { IpLimiter } from './ip.js';
+import { subjectOwner } from './names.js';
 
 export interface Policy {
   readonly config: Config;
@@ -26,11 +27,12 @@ export function forgetSubject(p: Policy, e: LimitsReset): void {
   if (e.type === 'flush') {
     p.freeTier.forgetRefusals();
     p.ipLimiter.forgetRefusals();
-  } else if (e.subject.startsWith('u:')) {
-    p.freeTier.forget(e.subject.slice('u:'.length));
-  } else if (e.subject.startsWith('ip:')) {
-    p.ipLimiter.forget(e.subject.slice('ip:'.length));
+    return;
   }
+  const owner = subjectOwner(e.subject);
+  if (owner === null) return;
+  if ('user' in owner) p.freeTier.forget(owner.user);
+  else p.ipLimiter.forget(owner.bucket);
 }
 
 export function buildPolicy(config: Config, limits: LimitStore, clock: Clock): Policy {

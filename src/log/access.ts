@@ -57,7 +57,7 @@ const round = (ms: number): number => Math.round(ms * 100) / 100;
  * part of new-api's and sluice's keys; model ids in paths carry `.`, `:` or one case only).
  */
 const KEY_SEGMENT = /(?<=\/)(?:[sS][kK]-[^/]{16,}|(?=[^/]*[A-Z])(?=[^/]*[a-z])(?=[^/]*[0-9])[\w-]{32,})(?=\/|$)/g;
-export const REDACTED_SEGMENT = '[redacted]';
+const REDACTED_SEGMENT = '[redacted]';
 
 /**
  * The path as logged: key-shaped segments replaced by `[redacted]`. (The query string, where a

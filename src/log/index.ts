@@ -184,7 +184,7 @@ export function isoTimeCached(): string {
  * Paired surrogates are left alone.
  */
 const LONE_SURROGATE = /\p{Cs}/gu;
-export function escapeLoneSurrogates(line: string): string {
+function escapeLoneSurrogates(line: string): string {
   return (line as string & { isWellFormed(): boolean }).isWellFormed() ? line : line.replace(LONE_SURROGATE, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
 
@@ -200,7 +200,7 @@ function countBindings(bindings: pino.Bindings): pino.Bindings {
 }
 
 /** sluice's logger options: what every line of `createLogger` is written with. */
-export function loggerOptions(level: string): pino.LoggerOptions {
+function loggerOptions(level: string): pino.LoggerOptions {
   return {
     level,
     base: { svc: 'sluice' },

@@ -10,6 +10,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { OUTCOMES, type Outcome } from '../answers/outcome.js';
+import { FREE_TIER_LIMIT, ipRuleLimit } from '../limits/names.js';
 import { ROUTE_FAMILIES, type RouteFamily } from '../routing/routes.js';
 import type { BuildInfo } from '../runtime/version.js';
 
@@ -32,11 +33,11 @@ export function relayBuckets(headersTimeoutSeconds: number): number[] {
 }
 
 /** The operations of the store and the relay's database that are timed (their `op` label). */
-export const STORE_OPS = ['consume', 'find_key'] as const;
-export const RELAY_DB_OPS = ['lookup', 'schema'] as const;
-export const KEY_LOOKUP_REFUSALS = ['address_budget', 'lookup_ceiling'] as const;
+const STORE_OPS = ['consume', 'find_key'] as const;
+const RELAY_DB_OPS = ['lookup', 'schema'] as const;
+const KEY_LOOKUP_REFUSALS = ['address_budget', 'lookup_ceiling'] as const;
 /** What became of a call admitted in memory during a store outage (src/limits/outage-ledger.ts). */
-export const OUTAGE_REPLAY_RESULTS = ['replayed', 'already_counted', 'expired', 'unknown', 'failed', 'dropped'] as const;
+const OUTAGE_REPLAY_RESULTS = ['replayed', 'already_counted', 'expired', 'unknown', 'failed', 'dropped'] as const;
 /** The free tier refuses by its rolling window or its day; a per-IP rule by its window. */
 const FREE_TIER_REASONS = ['window', 'day'] as const;
 const IP_RULE_REASONS = ['window'] as const;
@@ -239,9 +240,8 @@ export class Metrics {
    * Adding 0 leaves a series that already counts as it is.
    */
   limits(ipRules: readonly string[]): void {
-    const limits: Array<[string, readonly string[]]> = [['free_tier', FREE_TIER_REASONS]];
-    // As src/limits/ip.ts and the gateway name a rule's limit.
-    for (const name of ipRules) limits.push([`ip:${name}`, IP_RULE_REASONS]);
+    const limits: Array<[string, readonly string[]]> = [[FREE_TIER_LIMIT, FREE_TIER_REASONS]];
+    for (const name of ipRules) limits.push([ipRuleLimit(name), IP_RULE_REASONS]);
     for (const [limit, reasons] of limits) {
       this.degradedDecisions.inc({ limit }, 0);
       this.rememberedRefusals.inc({ limit }, 0);

@@ -82,7 +82,7 @@ function body(first: boolean, second: 'none' | 'strict' | 'lenient' | 'lenient-f
 }
 
 /** The distributor's generic read: JSON or a urlencoded form, by Content-Type. */
-export const GENERIC = body(true);
+const GENERIC = body(true);
 /** Read by Content-Type, multipart included, and a bad body refused (the video task routes). */
 const TASK_BODY = body(false, 'strict');
 const PATH: ModelPlan = Object.freeze({ kind: 'path' });

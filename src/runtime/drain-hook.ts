@@ -27,7 +27,7 @@ export const DRAIN_REQUEST_FILE = 'drain';
 /** Written by sluice once its drain is over: nothing is in flight toward the relay any more. */
 export const DRAIN_DONE_FILE = 'drained';
 /** How often the directory is looked at: two stat calls a second, and the hook sleeps 5 s before asking anyway. */
-export const DRAIN_POLL_MS = 500;
+const DRAIN_POLL_MS = 500;
 
 export interface DrainHookOptions {
   /** The directory shared with the relay's container (`drainDir`). */

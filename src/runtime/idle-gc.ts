@@ -13,11 +13,11 @@
 import { getHeapStatistics } from 'node:v8';
 
 /** Calls forwarded before a collection is allowed: well past the count after which one was measured harmless. */
-export const MIN_REQUESTS_BEFORE_COLLECTING = 1000;
+const MIN_REQUESTS_BEFORE_COLLECTING = 1000;
 /** How long no request may arrive before the process counts as idle. */
-export const IDLE_MS = 30_000;
+const IDLE_MS = 30_000;
 /** How often idleness is checked. */
-export const CHECK_EVERY_MS = 5_000;
+const CHECK_EVERY_MS = 5_000;
 /** The heap V8 holds (committed) below which a quiet process keeps it: an ordinary working set under load stays well below. */
 export const MIN_HEAP_BYTES = 64 * 1024 * 1024;
 

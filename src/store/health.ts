@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { Store } from './types.js';
 
 /** How often the store is asked whether it answers. */
-export const STORE_PROBE_MS = 1000;
+const STORE_PROBE_MS = 1000;
 
 /** The longest error text kept (and shown in /readyz). */
 const MAX_ERROR_CHARS = 200;

@@ -77,7 +77,7 @@ export function openMysql(dsn: Extract<RelayDsn, { dialect: 'mysql' }>, opts: Dr
  * - the statement bounds: `lock_wait_timeout` (whole seconds, both servers) and, in a comment only
  *   MariaDB executes, `max_statement_time` (seconds, to the microsecond).
  */
-export function sessionStatement(timeoutMs: number): string {
+function sessionStatement(timeoutMs: number): string {
   return (
     "SET SESSION sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', ''), " +
     `lock_wait_timeout = ${Math.max(1, Math.ceil(timeoutMs / 1000))} /*M!100108 , max_statement_time = ${(timeoutMs / 1000).toFixed(3)} */`
@@ -85,7 +85,7 @@ export function sessionStatement(timeoutMs: number): string {
 }
 
 /** MySQL's own bound on a SELECT's execution (MariaDB 10 reads the hint as a comment). */
-export function withExecutionTime(sql: string, timeoutMs: number): string {
+function withExecutionTime(sql: string, timeoutMs: number): string {
   return sql.replace(/^SELECT /, `SELECT /*+ MAX_EXECUTION_TIME(${timeoutMs}) */ `);
 }
 

@@ -22,7 +22,7 @@ export function probeStatement(d: Dialect, table: 'tokens' | 'users'): Statement
 }
 
 /** The user sluice connects as, for the grant it needs (null for SQLite, which has none). */
-export function connectingUser(dsn: RelayDsn): string | null {
+function connectingUser(dsn: RelayDsn): string | null {
   if (dsn.dialect === 'mysql') return dsn.user || null;
   if (dsn.dialect === 'sqlite') return null;
   try {

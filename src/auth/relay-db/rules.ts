@@ -48,7 +48,7 @@ export function judgeToken(row: TokenRow, nowSeconds: number): TokenVerdict {
 }
 
 /** The relay's column holds at most 128 characters. */
-export const MAX_RELAY_KEY_LENGTH = 128;
+const MAX_RELAY_KEY_LENGTH = 128;
 
 /**
  * Whether a body could be a key of the relay's console: 1 to 128 of `[0-9A-Za-z]` (new-api and

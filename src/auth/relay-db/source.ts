@@ -92,7 +92,7 @@ export function relayKeySourceFor(r: RelayDbConfig, clock: Clock, log: Logger, o
   });
 }
 
-export const RELAY_DB_DEFAULTS = Object.freeze({ batchSize: 500, maxQueued: 5000, renewWindowMs: 1000, retryMs: 5000 });
+const RELAY_DB_DEFAULTS = Object.freeze({ batchSize: 500, maxQueued: 5000, renewWindowMs: 1000, retryMs: 5000 });
 
 /** This source's name (KeySource.name): an outage of it is told apart from the store's (outcome relay_db_unavailable). */
 export const RELAY_DB_SOURCE = 'relay-db';
