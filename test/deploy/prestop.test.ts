@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { describe, it } from 'vitest';
 import { STANDIN_TEXT, startRelayStandin, type RelayStandin } from '../../demo/relay.js';
 import { DRAIN_DONE_FILE, DRAIN_REQUEST_FILE } from '../../src/runtime/drain-hook.js';
-import { CHILD_ADMIN_TOKEN, startChildSluice, type ChildSluice } from '../hostile/child-sluice.js';
+import { CHILD_ADMIN_TOKEN, startChildSluice, type ChildSluice } from '../support/child-sluice.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { expandK8s, parseManifests, ROOT, SHUTDOWN_BUDGET, shutdownHook, sluicePod, type ShutdownHook } from './k8s.js';
 import { eventually } from '../support/time.js';

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
 import { ConfigMapDir } from '../support/configmap.js';
 import { metricsText, metricValue } from '../support/helpers.js';
-import { CHILD_ADMIN_TOKEN, startChildSluice, type ChildSluice } from './child-sluice.js';
+import { CHILD_ADMIN_TOKEN, startChildSluice, type ChildSluice } from '../support/child-sluice.js';
 import { eventually, sleep } from '../support/time.js';
 
 const MiB = 1024 * 1024;

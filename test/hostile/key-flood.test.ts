@@ -10,7 +10,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
 import { createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
-import { startChildSluice, type ChildSluice } from './child-sluice.js';
+import { startChildSluice, type ChildSluice } from '../support/child-sluice.js';
 import { runFlood } from './flood.js';
 import { sleep } from '../support/time.js';
 

@@ -9,7 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
 import { LOGGED_FIELD_MAX_CHARS } from '../../src/log/access.js';
-import { startChildSluice, type ChildSluice } from './child-sluice.js';
+import { startChildSluice, type ChildSluice } from '../support/child-sluice.js';
 import { eventually } from '../support/time.js';
 
 const MiB = 1024 * 1024;

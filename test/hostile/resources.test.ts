@@ -13,7 +13,7 @@ import { MAX_CONNECTIONS_CAP } from '../../src/config/index.js';
 import { startRelayStandin, STANDIN_TEXT, type RelayStandin } from '../../demo/relay.js';
 import { useHarness } from '../support/harness.js';
 import { metricValue, metricsText } from '../support/helpers.js';
-import { startChildSluice, metric, type ChildSluice } from './child-sluice.js';
+import { startChildSluice, metric, type ChildSluice } from '../support/child-sluice.js';
 import { answerJson, ensureOwnDescriptors, finalStatus, openRaw, rawConnections, type RawConnection } from './raw.js';
 import { eventually, sleep } from '../support/time.js';
 

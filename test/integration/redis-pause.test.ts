@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
-import { CHILD_ADMIN_TOKEN, metric, startChildSluice, type ChildSluice } from '../hostile/child-sluice.js';
+import { CHILD_ADMIN_TOKEN, metric, startChildSluice, type ChildSluice } from '../support/child-sluice.js';
 import { request } from '../support/http.js';
 import { spawnRedis, type SpawnedRedis } from '../support/redis.js';
 import { eventually, sleep } from '../support/time.js';

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
-import { startChildSluice, type ChildSluice } from '../hostile/child-sluice.js';
+import { startChildSluice, type ChildSluice } from '../support/child-sluice.js';
 
 const run = promisify(execFile);
 const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
-import { startChildSluice, type ChildSluice } from '../hostile/child-sluice.js';
+import { startChildSluice, type ChildSluice } from '../support/child-sluice.js';
 import { request } from '../support/http.js';
 import { alertRules, dashboardQueries, OBSERVABILITY, PROMETHEUS, warnMissing } from '../support/observability.js';
 import { selectors } from '../support/promql.js';

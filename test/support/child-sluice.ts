@@ -9,7 +9,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NODE_FLAGS } from '../../src/runtime/node-flags.js';
-import { eventually, GiveUp } from '../support/time.js';
+import { metricsText, metricValue } from './helpers.js';
+import { eventually, GiveUp } from './time.js';
 
 export const CHILD_ADMIN_TOKEN = 'hostile-admin-token-0123456789';
 
@@ -173,9 +174,7 @@ export async function startChildSluice(opts: ChildOptions): Promise<ChildSluice>
   };
 }
 
-/** The value of an unlabelled series in a Prometheus text page (undefined when absent). */
+/** The value of series `name` on the child's /metrics (undefined when absent): test/support/helpers.ts metricValue. */
 export async function metric(adminUrl: string, name: string): Promise<number | undefined> {
-  const text = await (await fetch(`${adminUrl}/metrics`)).text();
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-  return m ? Number(m[1]) : undefined;
+  return metricValue(await metricsText({ adminUrl }), name);
 }
