@@ -275,6 +275,8 @@ describe('keys in the logged path', () => {
     expect(redactPath(`/v1/${relayKey}/chat/completions`)).toBe('/v1/[redacted]/chat/completions');
     expect(redactPath(`/SK-${relayKey}`)).toBe('/[redacted]');
     expect(redactPath(`/sk-abcdefghijklmnop/v1/models`)).toBe('/[redacted]/v1/models');
+    // A key's body as the model of a Gemini path, before its action.
+    expect(redactPath(`/v1beta/models/${relayKey}:generateContent`)).toBe('/v1beta/models/[redacted]:generateContent');
   });
 
   it('leaves ordinary paths and model ids alone', () => {
@@ -285,6 +287,7 @@ describe('keys in the logged path', () => {
       '/v1/engines/text-embedding-3-large/embeddings',
       '/api/usage/token/',
       '/v1beta/models/Meta-Llama-3.1-405B-Instruct-Turbo:generateContent',
+      '/v1beta/models/Qwen2-VL-72B-Instruct-GPTQ-Int4-AWQ:generateContent',
       '/sk-short',
     ]) {
       expect(redactPath(p)).toBe(p);
@@ -300,6 +303,7 @@ describe('keys in the logged path', () => {
     await nextTurn();
     return [a.text(), b.text()].map((text) => {
       expect(text).not.toContain(sluiceKey.slice(3));
+      expect(text).not.toContain(relayKey);
       return JSON.parse(text) as Record<string, unknown>;
     });
   }
@@ -310,7 +314,18 @@ describe('keys in the logged path', () => {
 
   it('never writes a key sent as the model (SDK arguments swapped), direct or through pino; real model ids stay', async () => {
     for (const line of await bothLines({ ...base, model: sluiceKey }, 'admitted')) expect(line.model).toBe('[redacted]');
-    for (const m of ['gpt-4o-mini', 'Qwen2-VL-72B-Instruct-GPTQ-Int4-AWQ', 'sk-short', 'skills-model']) expect(loggedModel(m)).toBe(m);
+    // The contract's `sk-` is optional: a key's body alone is a key too.
+    for (const line of await bothLines({ ...base, model: relayKey }, 'admitted')) expect(line.model).toBe('[redacted]');
+    for (const m of [
+      'gpt-4o-mini',
+      'Qwen2-VL-72B-Instruct-GPTQ-Int4-AWQ',
+      'sk-short',
+      'skills-model',
+      'Meta-Llama-3.1-405B-Instruct-Turbo',
+      'claude3opus20240229thinkingmaxlong',
+    ]) {
+      expect(loggedModel(m)).toBe(m);
+    }
   });
 });
 

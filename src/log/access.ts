@@ -54,9 +54,11 @@ const round = (ms: number): number => Math.round(ms * 100) / 100;
  * A path segment that looks like a key: `sk-` and at least 16 more characters (a key in the base
  * URL, `POST /sk-<key>/v1/models`, is a common mistake), or 32 or more characters of letters,
  * digits, `-` and `_` with upper case, lower case and digits all present (the shape of the random
- * part of new-api's and sluice's keys; model ids in paths carry `.`, `:` or one case only).
+ * part of new-api's and sluice's keys; model ids in paths carry `.`, `:` or one case only), or a
+ * key's body before a `:` (a key given as the model of `/v1beta/models/<model>:generateContent`).
  */
-const KEY_SEGMENT = /(?<=\/)(?:[sS][kK]-[^/]{16,}|(?=[^/]*[A-Z])(?=[^/]*[a-z])(?=[^/]*[0-9])[\w-]{32,})(?=\/|$)/g;
+const KEY_SEGMENT =
+  /(?<=\/)(?:[sS][kK]-[^/]{16,}|(?=[^/]*[A-Z])(?=[^/]*[a-z])(?=[^/]*[0-9])[\w-]{32,}(?=\/|$)|(?=[^/:]*[A-Z])(?=[^/:]*[a-z])(?=[^/:]*[0-9])[A-Za-z0-9]{32,}(?=:))/g;
 const REDACTED_SEGMENT = '[redacted]';
 
 /**
@@ -93,8 +95,12 @@ export function boundLogged(value: string): string {
   return Buffer.from(value.slice(0, end), 'utf16le').toString('utf16le') + marker;
 }
 
-/** A model that is a key (`sk-` and 16 or more characters): a client swapped an SDK's key and model arguments. */
-const KEY_AS_MODEL = /^[sS][kK]-.{16,}$/s;
+/**
+ * A model that is a key: `sk-` and 16 or more characters, or a key's body without it (32 or more
+ * letters and digits, upper case, lower case and digits all present; model ids carry `-`, `.` or
+ * one case only). A client swapped an SDK's key and model arguments.
+ */
+const KEY_AS_MODEL = /^(?:[sS][kK]-.{16,}|(?=.*[A-Z])(?=.*[a-z])(?=.*[0-9])[A-Za-z0-9]{32,})$/s;
 
 /** The model as logged: bounded, and never a key sent in its place. */
 export function loggedModel(model: string): string {
