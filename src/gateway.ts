@@ -26,7 +26,7 @@ import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.j
 import type { Outcome } from './answers/outcome.js';
 import type { Policy } from './limits/policy.js';
 import { newRequestId } from './http/request-id.js';
-import { closedOnConnection, closesWithConnection, MAX_PIPELINED_REQUESTS, pipelinedTooDeep } from './http/pipelining.js';
+import { closedOnConnection, closesWithConnection, MAX_PIPELINED_REQUESTS, pipelinedTooDeep, relayTurn } from './http/pipelining.js';
 import { routeOf, type RouteFamily } from './routing/routes.js';
 import { invalidTargetReason, parseTarget } from './routing/target.js';
 import { atTurnEnd } from './runtime/turn-batch.js';
@@ -401,6 +401,10 @@ export function createGateway(d: GatewayDeps): Gateway {
   }
 
   function forward(req: IncomingMessage, res: ServerResponse, t: Trace, body: Buffer | null, extraHeaders?: Record<string, string>, intercept?: Intercept): void {
+    // A request pipelined behind another on its connection waits for that one's answer; if the
+    // connection dies meanwhile, its close already logged and released it.
+    const turn = relayTurn(res);
+    if (turn !== null) return void turn.then(() => res.destroyed || forward(req, res, t, body, extraHeaders, intercept));
     d.forwarder.forward({
       req,
       res,

@@ -1,7 +1,8 @@
 /**
  * HTTP/1.1 pipelining: a connection's requests in progress, answered in turn. Node gives a
  * response queued behind another no 'close' when the connection dies, and reads every request a
- * client has sent before any answer is written; both are bounded here.
+ * client has sent before any answer is written; both are bounded here. And a connection's requests
+ * reach the relay one at a time (relayTurn).
  */
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -49,4 +50,26 @@ export function closesWithConnection(socket: Socket, res: ServerResponse): void 
 /** `res` closed: no longer in progress on its connection. */
 export function closedOnConnection(res: ServerResponse): void {
   pending.get(res.req.socket)?.delete(res);
+}
+
+/**
+ * Resolves once the response before `res` on its connection has closed (and so every earlier one);
+ * null when none is in progress before it. A connection's requests reach the relay one at a time:
+ * its answers leave in order anyway, and the descriptor budget (src/http/connections.ts) counts one
+ * relay socket per client connection. Forwarded at once, a client pipelining MAX_PIPELINED_REQUESTS
+ * slow calls held that many relay sockets, and 40 such connections spent a 1,024-descriptor limit
+ * (an attacker's probe): clients and even the admin port's probes were refused.
+ */
+export function relayTurn(res: ServerResponse): Promise<void> | null {
+  const open = pending.get(res.req.socket);
+  let before: ServerResponse | undefined;
+  if (open !== undefined) {
+    for (const r of open) {
+      if (r === res) break;
+      before = r;
+    }
+  }
+  if (before === undefined) return null;
+  const previous = before;
+  return new Promise((resolve) => previous.once('close', () => resolve()));
 }

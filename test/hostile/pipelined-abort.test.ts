@@ -50,6 +50,28 @@ describe('pipelined requests on a connection that dies', () => {
     );
   }, 30_000);
 
+  it("forwards a connection's pipelined requests to the relay one at a time: one relay socket per connection", async () => {
+    const { key } = await h.createKey('slow-pipeliner');
+    const port = Number(new URL(h.url).port);
+    h.relay.behave((r) => r.url === '/v1/models', { delayMs: 300 });
+    try {
+      const before = h.relay.started;
+      const s = net.connect(port, '127.0.0.1');
+      let answers = '';
+      s.on('data', (c: Buffer) => (answers += c.toString('latin1')));
+      await new Promise<void>((r) => s.once('connect', r));
+      s.write(`GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`.repeat(6));
+      // While the first waits on the relay, none of the five behind it has reached the relay.
+      await sleep(200);
+      expect(h.relay.started - before).toBe(1);
+      await eventually(() => expect(answers.match(/HTTP\/1\.1 200 /g)?.length).toBe(6), { timeoutMs: 10_000, what: 'every pipelined answer' });
+      expect(h.relay.started - before).toBe(6);
+      s.destroy();
+    } finally {
+      h.relay.reset();
+    }
+  }, 30_000);
+
   it('closes a connection with more requests in progress than MAX_PIPELINED_REQUESTS; one within it is answered in full', async () => {
     const { key } = await h.createKey('deep-pipeliner');
     const port = Number(new URL(h.url).port);
