@@ -68,6 +68,8 @@ function jsonModel(body: Buffer, hints: StructureHints | undefined): ModelResult
       return NONE;
     case 'invalid':
       return refuse(`request body is not valid JSON (${scan.reason})`);
+    case 'unread':
+      return refuse(scan.reason);
   }
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ModelPrepass } from './prepass.js';
-import { scanModel } from './scan.js';
+import { MAX_MODEL_BYTES, MAX_TOP_LEVEL_MEMBERS, scanModel } from './scan.js';
 import type { ModelScan } from './scan.js';
 
 /**
@@ -218,9 +218,11 @@ describe('scanModel: only the top level counts', () => {
     expect(scan(`{"a":"${f}\\",\\"model\\":\\"x\\\\\\\\","model":"y"}`)).toEqual(found('y'));
     expect(scan(`{"a":["${f}\\\\"],"model":"y"}`)).toEqual(found('y'));
     expect(scan(`{"a":["${f}\\"]",{"model":"x"}],"model":"y"}`)).toEqual(found('y'));
-    expect(scan(`{"model":"${f}\\\\"}`)).toEqual(found(`${f}\\`));
-    expect(scan(`{"model":"${f}\\""}`)).toEqual(found(`${f}"`));
-    expect(scan(`{"${f}":"${f}","model":"${f}"}`)).toEqual(found(f));
+    // A model past MAX_MODEL_BYTES is not read (its own test below).
+    const asModel = (m: string): ModelScan => (n + 2 > MAX_MODEL_BYTES ? { kind: 'unread', reason: expect.any(String) as string } : found(m));
+    expect(scan(`{"model":"${f}\\\\"}`)).toEqual(asModel(`${f}\\`));
+    expect(scan(`{"model":"${f}\\""}`)).toEqual(asModel(`${f}"`));
+    expect(scan(`{"${f}":"${f}","model":"${f}"}`)).toEqual(asModel(f));
   });
 
   it.each(FILLER_LENGTHS)('notices an unterminated string after %i filler bytes', (n) => {
@@ -358,6 +360,18 @@ describe('scanModel: broken structure', () => {
   });
 });
 
+describe('scanModel: bounds on what it reads', () => {
+  it(`reads up to ${MAX_TOP_LEVEL_MEMBERS} top-level fields; past that, unread`, () => {
+    expect(scan(`{${'"f":1,'.repeat(MAX_TOP_LEVEL_MEMBERS - 1)}"model":"m"}`)).toEqual(found('m'));
+    expect(scan(`{${'"f":1,'.repeat(MAX_TOP_LEVEL_MEMBERS)}"model":"m"}`)).toEqual({ kind: 'unread', reason: expect.stringContaining('top-level fields') as string });
+  });
+
+  it(`reads a model of up to ${MAX_MODEL_BYTES} bytes as sent; past that, unread`, () => {
+    expect(scan(`{"model":"${'m'.repeat(MAX_MODEL_BYTES)}"}`)).toEqual(found('m'.repeat(MAX_MODEL_BYTES)));
+    expect(scan(`{"model":"${'m'.repeat(MAX_MODEL_BYTES + 1)}"}`)).toEqual({ kind: 'unread', reason: expect.stringContaining('longer than') as string });
+  });
+});
+
 describe('scanModel: 20 MB bodies', () => {
   const MB20 = 20 * 1024 * 1024;
   const filler = Buffer.alloc(MB20, 'x');
@@ -394,11 +408,9 @@ describe('scanModel: 20 MB bodies', () => {
     expectInvalid(bodyWith('{"model":"m","messages":[{"content":"', '"}]'));
   });
 
-  it('handles a large model value', () => {
+  it('leaves a 20 MB model value unread', () => {
     const body = bodyWith('{"model":"', '"}');
-    const result = scanModel(body);
-    expect(result.kind).toBe('found');
-    expect(result.kind === 'found' && result.model.length).toBe(MB20);
+    expect(scanModel(body)).toEqual({ kind: 'unread', reason: `the "model" field is longer than ${MAX_MODEL_BYTES} bytes` });
   });
 
   it('finds the model after escape-heavy JSON-in-JSON content', () => {

@@ -1,6 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { MAX_MODEL_BYTES, MAX_TOP_LEVEL_MEMBERS } from '../../src/model/scan.js';
 import type { RedisStore } from '../../src/store/redis/index.js';
 import { ManualClock, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
 import { metricReader } from '../support/helpers.js';
@@ -283,6 +284,22 @@ describe.each(STORE_KINDS)('free tier on the %s store', (kind) => {
       expect(r.status).toBe(400);
       expect(JSON.parse(r.text).error.code).toBe('invalid_request');
       expect(h.relay.started).toBe(0);
+    });
+
+    it('answers 400 for a body past the model scan bounds, a small gzip of many fields too, and forwards nothing', async () => {
+      const k = await user();
+      // 1,001 top-level `model` fields, their name escaped: each would be decoded and compared.
+      const members = gzipSync(Buffer.from(`{${'"\\u006dodel":"vend-flash",'.repeat(MAX_TOP_LEVEL_MEMBERS)}"x":1}`));
+      const many = await raw(k, members, { 'content-encoding': 'gzip' });
+      expect(many.status).toBe(400);
+      expect(JSON.parse(many.text).error).toMatchObject({ code: 'invalid_request', message: expect.stringContaining(`more than ${MAX_TOP_LEVEL_MEMBERS} top-level fields`) });
+      // A model spelt in `\uXXXX` escapes, past the bound.
+      const long = await raw(k, `{"model":"${'\\u00e9'.repeat(Math.ceil(MAX_MODEL_BYTES / 6))}-free"}`);
+      expect(long.status).toBe(400);
+      expect(JSON.parse(long.text).error.message).toContain(`longer than ${MAX_MODEL_BYTES} bytes`);
+      expect(h.relay.started).toBe(0);
+      // Within the bounds, as before.
+      expect((await raw(k, `{${'"f":1,'.repeat(MAX_TOP_LEVEL_MEMBERS - 1)}"model":"vend-flash"}`)).status).toBe(200);
     });
   });
 });
