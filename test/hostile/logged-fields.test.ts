@@ -1,7 +1,8 @@
 /**
  * Hostile traffic, round two (issue 25, item 3): what a client sends is logged bounded. A 7.7 KB
  * gzip body naming a 7.9 MB model wrote a 7.9 MB access line; 80 of them wrote 632 MB of log and
- * took the process past the Pod's memory limit. sluice runs as its own process here, with every
+ * took the process past the Pod's memory limit. (Such a model is now refused unread, past
+ * MAX_MODEL_BYTES; the longest model read is still logged bounded.) sluice runs as its own process here, with every
  * access line on, and its stdout is counted byte for byte.
  */
 import http from 'node:http';
@@ -9,6 +10,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
 import { LOGGED_FIELD_MAX_CHARS } from '../../src/log/access.js';
+import { MAX_MODEL_BYTES } from '../../src/model/scan.js';
 import { startChildSluice, type ChildSluice } from '../support/child-sluice.js';
 import { eventually } from '../support/time.js';
 
@@ -41,12 +43,27 @@ describe('fields taken from the request are logged bounded (sluice as its own pr
 
   const accessLines = (): Array<Record<string, unknown>> => child.lines().filter((l) => l.msg === 'request');
 
-  it('a gzip body naming a 7.9 MB model: 20 of them write a few KB of log, the model cut to 256 characters with its length, and the relay still gets the model whole', async () => {
+  it('a 7.9 MB model in a 7.7 KB gzip body: 400, past the model bound, a short line each, nothing forwarded', async () => {
     const key = await child.createKey('huge-model');
-    const modelLength = 7_900_000;
+    const body = gzipSync(Buffer.from(`{"model":"${'a'.repeat(7_900_000)}","messages":[]}`), { level: 9 });
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': body.length };
+    const seen = accessLines().length;
+    const before = child.stdout().bytes;
+    const started = relay.started;
+    const statuses: number[] = [];
+    for (let i = 0; i < 20; i++) statuses.push(await send(child.port, 'POST', '/v1/chat/completions', headers, body));
+    expect(statuses).toEqual(Array(20).fill(400));
+    expect(relay.started).toBe(started);
+    await eventually(() => accessLines().length >= seen + 20, { timeoutMs: 10_000, intervalMs: 50, what: 'every access line' });
+    expect(child.stdout().bytes - before, 'bytes of log the requests wrote').toBeLessThan(20 * 1024);
+  });
+
+  it(`a gzip body naming a ${MAX_MODEL_BYTES}-byte model, the longest read: 20 of them write a few KB of log, the model cut to 256 characters with its length, and the relay still gets the model whole`, async () => {
+    const key = await child.createKey('long-model');
+    const modelLength = MAX_MODEL_BYTES;
     // Any valid key and a paid model id: nothing is counted against the free tier.
     const body = gzipSync(Buffer.from(`{"model":"${'a'.repeat(modelLength)}","messages":[]}`), { level: 9 });
-    expect(body.length).toBeLessThan(8 * 1024);
+    expect(body.length).toBeLessThan(1024);
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': body.length };
 
     const seen = accessLines().length;
@@ -79,7 +96,7 @@ describe('fields taken from the request are logged bounded (sluice as its own pr
     const lines = accessLines().slice(seen);
     expect(lines).toHaveLength(n);
     for (const l of lines) {
-      expect(l.model).toMatch(/^a+…\[cut, 7900000 chars\]$/);
+      expect(l.model).toMatch(new RegExp(`^a+…\\[cut, ${modelLength} chars\\]$`));
       expect((l.model as string).length).toBeLessThanOrEqual(LOGGED_FIELD_MAX_CHARS);
       expect(l).toMatchObject({ decision: 'admitted', status: 200, freeTier: false });
     }
