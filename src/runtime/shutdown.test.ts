@@ -1,23 +1,10 @@
-import { Writable } from 'node:stream';
-import { pino, type Logger } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { capturedLog } from '../../test/support/log.js';
 import { closeInOrder } from './shutdown.js';
-
-/** A logger whose lines (parsed) the test reads. */
-function capturedLog(): { log: Logger; lines: Array<Record<string, unknown>> } {
-  const lines: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { log: pino({ level: 'debug' }, sink), lines };
-}
 
 describe('closeInOrder', () => {
   it('runs the steps in order; one that hangs or fails is logged and the next still runs', async () => {
-    const { log, lines } = capturedLog();
+    const { log, lines } = capturedLog('debug');
     const ran: string[] = [];
     const started = performance.now();
     await closeInOrder(

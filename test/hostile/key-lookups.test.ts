@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/runtime/clock.js';
 import { startHarness, type Harness } from '../support/harness.js';
-import { metricReader } from '../support/helpers.js';
+import { expectContract401, metricReader } from '../support/helpers.js';
 import { chat, json, request, type RawResponse } from '../support/http.js';
 import { capturedLog } from '../support/log.js';
 import { consoleKey, createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
@@ -27,12 +27,6 @@ afterAll(() => {
 });
 
 const wrongKey = (): string => `sk-${consoleKey()}`;
-
-/** The contract's 401: the relay's body, byte for byte in shape. */
-function expectContract401(r: RawResponse): void {
-  expect(r.status).toBe(401);
-  expect(r.text).toMatch(/^\{"error":\{"code":"","message":".+ \(request id: \w+\)","type":"new_api_error"\}\}$/);
-}
 
 /** A key source that costs a round trip: sluice's registry in Redis, or the relay's database in PostgreSQL. */
 interface Source {

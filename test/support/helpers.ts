@@ -3,7 +3,9 @@
  * the SDK conformance suite: what the stand-in recorded, and the rejection of a promise.
  */
 import { expect } from 'vitest';
+import { Refusals } from '../../src/answers/refusals.js';
 import { ADMIN_TOKEN, type Harness } from './harness.js';
+import type { RawResponse } from './http.js';
 import type { RecordedRequest, RelayStandin } from '../../demo/relay.js';
 
 /** The rejection of `p`; fails the test when `p` resolves. */
@@ -67,4 +69,11 @@ export async function freshUser(h: Harness, tag: string): Promise<{ user: string
 export async function usedToday(h: Harness, user: string): Promise<number> {
   const r = await fetch(`${h.adminUrl}/admin/users/${encodeURIComponent(user)}/limits`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
   return ((await r.json()) as { freeTier: { day: { used: number } } }).freeTier.day.used;
+}
+
+/** The contract's 401 (§2): the relay's body, byte for byte but for the request id its header names. */
+export function expectContract401(r: RawResponse): void {
+  expect(r.status).toBe(401);
+  const id = r.headers['x-oneapi-request-id'] as string;
+  expect(r.text).toBe(JSON.stringify({ error: { code: '', message: `${Refusals.UNAUTHORIZED.body?.message} (request id: ${id})`, type: 'new_api_error' } }));
 }
