@@ -25,6 +25,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { AuthConfig } from '../config/index.js';
+import { retryAfterSeconds } from '../limits/retry-after.js';
 import type { Clock } from '../runtime/clock.js';
 
 /** A lookup may start (call `settle` once it has ended), or not, and why. */
@@ -124,7 +125,7 @@ export class LookupGuard {
           this.ceilingLoggedAt = now;
           this.ceilingRefusals = 0;
         }
-        return { admitted: false, reason: 'lookup_ceiling', retryAfterSeconds: Math.max(1, Math.ceil((1 - this.replica.tokens) / perMs / 1000)) };
+        return { admitted: false, reason: 'lookup_ceiling', retryAfterSeconds: retryAfterSeconds((1 - this.replica.tokens) / perMs) };
       }
       this.replica.tokens -= 1;
     }

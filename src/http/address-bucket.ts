@@ -7,9 +7,7 @@
  * envoy's descriptors use /64 by default, or make it a setting).
  */
 import { isIP } from 'node:net';
-
-/** The default IPv6 prefix: one site (RFC 6177: an end site is given a /48 to a /64). */
-export const DEFAULT_IPV6_PREFIX = 64;
+import { DEFAULTS } from '../config/index.js';
 
 /** The bucket of anything that is not an address (it cannot happen for a socket's peer): one, shared. */
 export const UNPARSED_BUCKET = 'unparsed';
@@ -96,7 +94,7 @@ export function canonicalAddress(text: string): string | null {
  * counts in one shared bucket (`unparsed`). Used for the per-IP limits (src/limits/ip.ts) and by
  * any other per-address budget, so that an address is one subject everywhere.
  */
-export function addressBucket(address: string, ipv6Prefix: number = DEFAULT_IPV6_PREFIX): string {
+export function addressBucket(address: string, ipv6Prefix: number = DEFAULTS.ipv6Prefix): string {
   if (isIP(address) === 4) return address;
   const b = addressBytes(address);
   if (b === null) return UNPARSED_BUCKET;

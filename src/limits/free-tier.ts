@@ -12,7 +12,7 @@ import { nextMember } from './member.js';
 import { FREE_TIER_LIMIT, userSubject } from './names.js';
 import { freeModelRule } from './model-fold.js';
 import { refusalsFor, type Kept, type RememberRefusals, type RememberedRefusals } from './remembered.js';
-import { retryAfterSeconds } from './retry-after.js';
+import { resetSeconds, retryAfterSeconds } from './retry-after.js';
 
 interface Usage {
   windowUsed: number;
@@ -113,8 +113,8 @@ export class FreeTierLimiter {
   private verdict(user: string, now: number, d: GuardedDecision): FreeTierVerdict {
     const dayUsed = d.used[0] ?? 0;
     const windowUsed = d.used[1] ?? 0;
-    const dayResetSeconds = Math.max(0, Math.ceil((d.resetMs[0] ?? 0) / 1000));
-    const windowResetSeconds = Math.max(0, Math.ceil((d.resetMs[1] ?? 0) / 1000));
+    const dayResetSeconds = resetSeconds(d.resetMs[0] ?? 0);
+    const windowResetSeconds = resetSeconds(d.resetMs[1] ?? 0);
     if (d.admitted) return { admitted: true, dayUsed, windowUsed, dayResetSeconds, windowResetSeconds };
     const reason = d.rejectedBy === 0 ? 'day' : 'window';
     const usage: Usage = { dayUsed, windowUsed, dayResetSeconds, windowResetSeconds };
@@ -168,7 +168,6 @@ export class FreeTierLimiter {
     const now = this.clock.now();
     const [day, win] = (await this.store.inspect(this.checks(user, now), now)) as [LimitState, LimitState];
     const c = this.config;
-    const secs = (ms: number): number => (ms <= 0 ? 0 : Math.ceil(ms / 1000));
     return {
       user,
       window: {
@@ -176,8 +175,8 @@ export class FreeTierLimiter {
         windowSeconds: c.windowSeconds,
         used: win.used,
         remaining: Math.max(0, c.perMinute - win.used),
-        retryAfterSeconds: secs(win.retryAfterMs),
-        resetSeconds: secs(win.resetMs),
+        retryAfterSeconds: resetSeconds(win.retryAfterMs),
+        resetSeconds: resetSeconds(win.resetMs),
       },
       day: {
         limit: c.perDay,
@@ -185,8 +184,8 @@ export class FreeTierLimiter {
         day: this.days.dayAt(now).id,
         used: day.used,
         remaining: Math.max(0, c.perDay - day.used),
-        retryAfterSeconds: secs(day.retryAfterMs),
-        resetSeconds: secs(this.days.dayAt(now).endsAt - now),
+        retryAfterSeconds: resetSeconds(day.retryAfterMs),
+        resetSeconds: resetSeconds(this.days.dayAt(now).endsAt - now),
       },
     };
   }
@@ -201,7 +200,7 @@ function refusalAt(r: Refusal, now: number): FreeTierVerdict {
     remembered: true,
     dayUsed: r.dayUsed,
     windowUsed: r.windowUsed,
-    dayResetSeconds: Math.max(0, Math.ceil((r.dayResetAt - now) / 1000)),
-    windowResetSeconds: r.windowUsed > 0 ? Math.max(0, Math.ceil((r.windowResetAt - now) / 1000)) : 0,
+    dayResetSeconds: resetSeconds(r.dayResetAt - now),
+    windowResetSeconds: r.windowUsed > 0 ? resetSeconds(r.windowResetAt - now) : 0,
   };
 }

@@ -4,15 +4,15 @@
  * matched first-wins; each rule is one shared budget for all its paths. An address counts in its
  * bucket (src/http/address-bucket.ts): an IPv4 address, or the IPv6 network of `ipv6Prefix` bits.
  */
-import { addressBucket, canonicalAddress, DEFAULT_IPV6_PREFIX } from '../http/address-bucket.js';
+import { addressBucket, canonicalAddress } from '../http/address-bucket.js';
 import type { Clock } from '../runtime/clock.js';
-import type { IpLimitRule } from '../config/index.js';
+import { DEFAULTS, type IpLimitRule } from '../config/index.js';
 import type { WindowCheck } from '../store/types.js';
 import type { LimitStore } from './guard.js';
 import { nextMember } from './member.js';
 import { bucketSubject, ipRuleLimit } from './names.js';
 import { refusalsFor, type Kept, type RememberRefusals, type RememberedRefusals } from './remembered.js';
-import { retryAfterSeconds } from './retry-after.js';
+import { resetSeconds, retryAfterSeconds } from './retry-after.js';
 
 /** `remembered`: a kept refusal answered it, without asking the store (limits.rememberRefusalsSeconds). */
 export type IpVerdict = { admitted: true } | { admitted: false; retryAfterSeconds: number; remembered?: true };
@@ -70,7 +70,7 @@ export class IpLimiter {
   ) {
     this.match = compileIpRules(rules);
     this.refusals = refusalsFor(opts);
-    this.ipv6Prefix = opts.ipv6Prefix ?? DEFAULT_IPV6_PREFIX;
+    this.ipv6Prefix = opts.ipv6Prefix ?? DEFAULTS.ipv6Prefix;
   }
 
   /** Forgets every kept refusal (the store reconnected: it may have lost counts meanwhile). */
@@ -94,7 +94,6 @@ export class IpLimiter {
     const at = this.bucketOf(address)!;
     const now = this.clock.now();
     const states = await this.store.inspect(this.checks(at.bucket), now);
-    const secs = (ms: number): number => (ms <= 0 ? 0 : Math.ceil(ms / 1000));
     return {
       ...at,
       rules: this.rules.map((r, i) => {
@@ -107,8 +106,8 @@ export class IpLimiter {
           shadow: r.shadow,
           used: s.used,
           remaining: Math.max(0, r.limit - s.used),
-          retryAfterSeconds: secs(s.retryAfterMs),
-          resetSeconds: secs(s.resetMs),
+          retryAfterSeconds: resetSeconds(s.retryAfterMs),
+          resetSeconds: resetSeconds(s.resetMs),
         };
       }),
     };

@@ -9,6 +9,7 @@
  * costs that subject one round trip.
  */
 import { LRUCache } from 'lru-cache';
+import { DEFAULTS } from '../config/index.js';
 
 export interface Kept {
   /** Until this instant (sidecar clock, ms) the store's answer is certain to be the same. */
@@ -32,7 +33,7 @@ export interface RememberRefusals {
 const MAX_KEPT = 10_000;
 
 export function refusalsFor<T extends Kept>(opts: RememberRefusals): RememberedRefusals<T> {
-  return new RememberedRefusals<T>({ maxAgeMs: opts.rememberRefusalsMs ?? 10_000, max: MAX_KEPT });
+  return new RememberedRefusals<T>({ maxAgeMs: opts.rememberRefusalsMs ?? DEFAULTS.limits.rememberRefusalsSeconds * 1000, max: MAX_KEPT });
 }
 
 interface Entry<T> {

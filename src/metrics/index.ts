@@ -10,6 +10,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { OUTCOMES, type Outcome } from '../answers/outcome.js';
+import { DEFAULTS } from '../config/index.js';
 import { FREE_TIER_LIMIT, ipRuleLimit } from '../limits/names.js';
 import { ROUTE_FAMILIES, type RouteFamily } from '../routing/routes.js';
 import type { BuildInfo } from '../runtime/version.js';
@@ -198,7 +199,7 @@ export class Metrics {
       name: 'sluice_relay_seconds',
       help: 'Time from forwarding to the relay response headers (the largest finite bucket is upstream.headersTimeoutSeconds at start-up)',
       labelNames: ['family'] as const,
-      buckets: relayBuckets(opts.relayTimeoutSeconds ?? 600),
+      buckets: relayBuckets(opts.relayTimeoutSeconds ?? DEFAULTS.upstream.headersTimeoutSeconds),
       registers: [this.registry],
     });
     this.configReloadOk.set(1);
