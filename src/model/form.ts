@@ -15,14 +15,16 @@ export type Field = readonly [name: string, value: string];
 
 export type Fields = { ok: true; fields: Field[] } | { ok: false; reason: string };
 
-function hexValue(c: number): number {
+/** The value of a hex digit's char code; -1 for any other, or for none (past the end of the input). */
+export function hexValue(c: number | undefined): number {
+  if (c === undefined) return -1;
   if (c >= 0x30 && c <= 0x39) return c - 0x30;
   const l = c | 0x20;
   return l >= 0x61 && l <= 0x66 ? l - 0x61 + 10 : -1;
 }
 
 /** Go's url.QueryUnescape: `+` is a space, `%XX` a byte, any other `%` an error (null). */
-function queryUnescape(s: string): string | null {
+export function queryUnescape(s: string): string | null {
   if (!s.includes('%') && !s.includes('+')) return s;
   let out = '';
   for (let i = 0; i < s.length; i++) {

@@ -108,6 +108,8 @@ describe('parseTarget', () => {
       expect(target('/v1beta/models/gemini:generateContent?key=abc&alt=sse').forwardUrl).toBe('/v1beta/models/gemini:generateContent?alt=sse');
       expect(target('/v1beta/models/gemini:generateContent?alt=sse&k%65y=abc').forwardUrl).toBe('/v1beta/models/gemini:generateContent?alt=sse');
       expect(target('/v1beta/models/gemini:generateContent?key=abc').forwardUrl).toBe('/v1beta/models/gemini:generateContent');
+      // Names read as Go's url.ParseQuery reads them: `+` a space, a bad escape no name at all.
+      expect(target('/v1beta/models/gemini:generateContent?ke%79=a&key+=b&k%zzey=c').forwardUrl).toBe('/v1beta/models/gemini:generateContent?key+=b&k%zzey=c');
     });
 
     it('removes it when /v1beta is reached only once decoded', () => {

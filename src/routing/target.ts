@@ -12,7 +12,7 @@
  * but any normalising proxy or server between sluice and the relay would resolve it to
  * `/api/log/token`, which sluice would then have matched as one path and forwarded as another.
  */
-import { firstQueryValue } from '../model/form.js';
+import { firstQueryValue, hexValue, queryUnescape } from '../model/form.js';
 
 export interface Target {
   /** Decoded once (Go's way), slash-collapsed path: what decisions are made on. */
@@ -134,21 +134,6 @@ function pathUnescape(input: string): string | undefined {
   return out.toString('utf8', 0, length);
 }
 
-function hexValue(c: number | undefined): number {
-  if (c === undefined) return -1;
-  if (c >= 0x30 && c <= 0x39) return c - 0x30;
-  const lower = c | 0x20;
-  return lower >= 0x61 && lower <= 0x66 ? lower - 0x61 + 10 : -1;
-}
-
-function decodeQueryName(name: string): string {
-  try {
-    return decodeURIComponent(name.replace(/\+/g, ' '));
-  } catch {
-    return name;
-  }
-}
-
 /**
  * Keys in the query string are not accepted, and the relay would let one
  * override the header sluice authenticated, so `key=` is removed.
@@ -156,8 +141,8 @@ function decodeQueryName(name: string): string {
 function withoutQueryKey(query: string): string {
   const parts = query.slice(1).split('&');
   const kept = parts.filter((p) => {
-    // A name that does not decode is kept raw: Go drops such a pair, so it is no key either way.
-    return decodeQueryName(p.split('=', 1)[0]!) !== 'key';
+    // As Go's url.ParseQuery reads the name; one that does not decode (null) Go drops: no key either way.
+    return queryUnescape(p.split('=', 1)[0]!) !== 'key';
   });
   if (kept.length === parts.length) return query;
   return kept.length === 0 ? '' : '?' + kept.join('&');
