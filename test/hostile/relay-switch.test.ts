@@ -10,13 +10,7 @@ import { startHarness, type Harness } from '../support/harness.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { request } from '../support/http.js';
 import { capturedLog } from '../support/log.js';
-import { eventually, sleep } from '../support/time.js';
-
-/** `p`'s value, or null if it takes longer than `ms`. */
-function within<T>(ms: number, p: Promise<T>): Promise<T | null> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<null>((r) => (timer = setTimeout(() => r(null), ms)))]).finally(() => clearTimeout(timer));
-}
+import { eventually, sleep, within } from '../support/time.js';
 
 type Mode = 'switch' | 'bare-switch' | 'status-99' | 'status-0' | 'ok';
 

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis, type RedisOptions } from 'ioredis';
 import { flushTestDb, spawnRedis, uniquePrefix, type SpawnedRedis } from '../support/redis.js';
+import { within } from '../support/time.js';
 
 const clients: Redis[] = [];
 
@@ -17,17 +18,12 @@ function client(url: string, options: RedisOptions = {}): Redis {
 const fastClient = (url: string): Redis => client(url, { commandTimeout: 100, maxRetriesPerRequest: 0 });
 
 /** 'answered' | 'failed' | 'silent' (no outcome within 200 ms). */
-function within200ms(p: Promise<unknown>): Promise<string> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p.then(
-      () => 'answered',
-      () => 'failed',
-    ),
-    new Promise<string>((resolve) => {
-      timer = setTimeout(() => resolve('silent'), 200);
-    }),
-  ]).finally(() => clearTimeout(timer));
+async function within200ms(p: Promise<unknown>): Promise<string> {
+  const outcome = p.then(
+    () => 'answered',
+    () => 'failed',
+  );
+  return (await within(200, outcome)) ?? 'silent';
 }
 
 afterEach(() => {

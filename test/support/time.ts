@@ -17,6 +17,12 @@ export function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/** `p`'s value, or null if it takes longer than `ms` (a rejection passes through). */
+export function within<T>(ms: number, p: Promise<T>): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)))]).finally(() => clearTimeout(timer));
+}
+
 export interface EventuallyOptions {
   /** Give up after this long; default 5 s. */
   timeoutMs?: number;
