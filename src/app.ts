@@ -88,6 +88,14 @@ export function createStore(config: Config, log: Logger): Store {
   return new MemoryStore();
 }
 
+/**
+ * What one client address may hold of the bodies' budget: half of it, so that one client cannot
+ * starve the rest, and never less than a body of the allowed size.
+ */
+function addressShare(c: Config): number {
+  return Math.max(Math.floor(c.bodyBudgetBytes / 2), c.maxBodyBytes);
+}
+
 export function createSluice(opts: SluiceOptions): Sluice {
   let config = opts.config;
   const clock = opts.clock ?? systemClock;
@@ -158,7 +166,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
     draining: () => draining,
     connections: () => ({ open: metrics.connections, cap: publicServer.maxConnections }),
   });
-  const budget = new BodyBudget(config.bodyBudgetBytes);
+  const budget = new BodyBudget(config.bodyBudgetBytes, addressShare(config));
   metrics.bodyBytes(
     () => budget.used,
     () => budget.limit,
@@ -215,7 +223,10 @@ export function createSluice(opts: SluiceOptions): Sluice {
             },
             (c) => configurePublicServer(publicServer, c, serverDeps),
             (c) => metrics.limits(c.ipLimits.map((r) => r.name)),
-            (c) => void (budget.limit = c.bodyBudgetBytes),
+            (c) => {
+              budget.limit = c.bodyBudgetBytes;
+              budget.perAddress = addressShare(c);
+            },
             (c) => forwarder.setHeadersTimeout(c.upstream.headersTimeoutSeconds),
             (c) => void (log.level = c.logLevel),
           ],

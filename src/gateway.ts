@@ -320,12 +320,13 @@ export function createGateway(d: GatewayDeps): Gateway {
       // The declared size is judged before the body is read, and before a client that asked for it is invited to send it.
       const declared = declaredLength(req);
       if (declared > max) return refuse(res, t, Refusals.BODY_TOO_LARGE, { params: { limit: max } });
-      if (declared > d.budget.free) return refuseBusy(res, t, req);
+      const bucket = addressBucket(t.ip, p.config.ipv6Prefix);
+      if (declared > d.budget.freeFor(bucket)) return refuseBusy(res, t, req);
       if (t.expectsContinue) {
         res.writeContinue();
         t.expectsContinue = false;
       }
-      const lease = (t.lease = d.budget.lease());
+      const lease = (t.lease = d.budget.lease(bucket));
       // Large JSON bodies are read into structure hints as they arrive, not scanned whole at the end.
       prepass = modelPrepass(t.method, target.path, req.headers, route);
       const r = await readBody(req, max, prepass, lease);

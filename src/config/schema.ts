@@ -162,7 +162,8 @@ export const SETTINGS = Type.Object({
   }),
   maxBodyBytes: int(1, 2 ** 31 - 1, 32 * 1024 * 1024, { description: 'A larger request body gets 413 and nothing is forwarded.' }),
   bodyBudgetBytes: int(1, 2 ** 40, 64 * 1024 * 1024, {
-    description: 'Bytes all request bodies in flight may hold together, raw and decoded; past it 503. At least `maxBodyBytes` and `maxDecodedBodyBytes`.',
+    description:
+      'Bytes all request bodies in flight may hold together, raw and decoded; past it 503. One client address holds at most half of it (at least `maxBodyBytes`). At least `maxBodyBytes` and `maxDecodedBodyBytes`.',
   }),
   maxDecodedBodyBytes: int(1, 2 ** 31 - 1, 8 * 1024 * 1024, { description: 'A compressed body may decode to this many bytes at most; past it 413.' }),
   server: Type.Object(

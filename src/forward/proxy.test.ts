@@ -18,7 +18,7 @@ async function front(forwarder: Forwarder, results: ForwardResult[], body?: (req
 }
 
 function leaseOf({ body, budget }: { body: Buffer; budget: BodyBudget }): ReturnType<BodyBudget['lease']> {
-  const lease = budget.lease();
+  const lease = budget.lease('client');
   lease.take(body.length);
   return lease;
 }

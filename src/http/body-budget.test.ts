@@ -18,8 +18,8 @@ const chunksOf = (size: number, n: number): Buffer[] => Array.from({ length: n }
 describe('BodyBudget leases', () => {
   it('take what fits, refuse what does not (taking nothing), and give back exactly what they hold', () => {
     const budget = new BodyBudget(100);
-    const a = budget.lease();
-    const b = budget.lease();
+    const a = budget.lease('client');
+    const b = budget.lease('client');
     expect(a.take(60)).toBe(true);
     expect(b.fits(40)).toBe(true);
     expect(b.fits(41)).toBe(false);
@@ -39,19 +39,41 @@ describe('BodyBudget leases', () => {
 
   it('follow a lowered limit: nothing is taken back, new takes wait for room', () => {
     const budget = new BodyBudget(100);
-    const a = budget.lease();
+    const a = budget.lease('client');
     a.take(80);
     budget.limit = 50;
-    expect(budget.lease().take(1)).toBe(false);
+    expect(budget.lease('client').take(1)).toBe(false);
     a.release();
-    expect(budget.lease().take(50)).toBe(true);
+    expect(budget.lease('client').take(50)).toBe(true);
+  });
+});
+
+describe('BodyBudget per client address', () => {
+  it('lets one address hold at most its share; another address still has the rest', () => {
+    const budget = new BodyBudget(100, 50);
+    const a1 = budget.lease('10.0.0.1');
+    const a2 = budget.lease('10.0.0.1');
+    expect(a1.take(30)).toBe(true);
+    expect(budget.freeFor('10.0.0.1')).toBe(20);
+    expect(a2.fits(21)).toBe(false);
+    expect(a2.take(21)).toBe(false);
+    expect(a2.take(20)).toBe(true);
+    // The budget has room (50), the address none.
+    expect(budget.lease('10.0.0.1').take(1)).toBe(false);
+    const b = budget.lease('10.0.0.2');
+    expect(b.take(50)).toBe(true);
+    expect(budget.free).toBe(0);
+    // What an address gives back is its own again.
+    a1.release();
+    expect(budget.freeFor('10.0.0.1')).toBe(30);
+    expect(budget.lease('10.0.0.1').take(30)).toBe(true);
   });
 });
 
 describe('readBody with a lease', () => {
   it('holds exactly the bytes received, for a body held as its chunks', async () => {
     const budget = new BodyBudget(1 << 20);
-    const lease = budget.lease();
+    const lease = budget.lease('client');
     const r = await readBody(request(chunksOf(10_000, 5)), 1 << 20, null, lease);
     expect(r.ok).toBe(true);
     expect(lease.held).toBe(50_000);
@@ -62,7 +84,7 @@ describe('readBody with a lease', () => {
 
   it('holds the one buffer of a large declared body, and gives back each chunk as it is moved into it', async () => {
     const budget = new BodyBudget(4 << 20);
-    const lease = budget.lease();
+    const lease = budget.lease('client');
     const size = 1 << 20;
     const r = await readBody(request(chunksOf(64 * 1024, 16), { 'content-length': String(size) }), 2 << 20, null, lease);
     expect(r.ok && r.body.length).toBe(size);
@@ -73,21 +95,21 @@ describe('readBody with a lease', () => {
     const size = 1 << 20;
     // Room for the body but not for its first half beside the whole buffer.
     const budget = new BodyBudget(size + 256 * 1024);
-    const r = await readBody(request(chunksOf(64 * 1024, 16), { 'content-length': String(size) }), 2 << 20, null, budget.lease());
+    const r = await readBody(request(chunksOf(64 * 1024, 16), { 'content-length': String(size) }), 2 << 20, null, budget.lease('client'));
     expect(r).toEqual({ ok: false, reason: 'busy' });
   });
 
   it('refuses a declared length that does not fit before reading anything, and a chunk that does not fit as it comes', async () => {
     const budget = new BodyBudget(100_000);
-    const other = budget.lease();
+    const other = budget.lease('client');
     other.take(60_000);
     const unread = request(chunksOf(50_000, 1), { 'content-length': '50000' });
-    const lease = budget.lease();
+    const lease = budget.lease('client');
     expect(await readBody(unread, 1 << 20, null, lease)).toEqual({ ok: false, reason: 'busy' });
     expect(lease.held).toBe(0);
     expect((unread as unknown as Readable).readableLength).toBe(50_000); // not a byte read
     // No declared length: read until a chunk would not fit.
-    const chunked = budget.lease();
+    const chunked = budget.lease('client');
     expect(await readBody(request(chunksOf(15_000, 4)), 1 << 20, null, chunked)).toEqual({ ok: false, reason: 'busy' });
     expect(chunked.held).toBe(30_000);
     expect(budget.used).toBe(90_000);
@@ -95,6 +117,6 @@ describe('readBody with a lease', () => {
 
   it('is never refused for the size limit and the budget both: the size limit is judged first', async () => {
     const budget = new BodyBudget(10);
-    expect(await readBody(request([], { 'content-length': '1000' }), 100, null, budget.lease())).toEqual({ ok: false, reason: 'too_large' });
+    expect(await readBody(request([], { 'content-length': '1000' }), 100, null, budget.lease('client'))).toEqual({ ok: false, reason: 'too_large' });
   });
 });

@@ -12,15 +12,39 @@
 export class BodyBudget {
   /** Bytes held by all leases now. */
   used = 0;
+  /** Bytes held now by each client address bucket that holds some. */
+  private readonly byAddress = new Map<string, number>();
 
-  constructor(public limit: number) {}
+  /**
+   * @param perAddress what one client address bucket (src/http/address-bucket.ts) may hold at most:
+   * one client, or one office behind one address, sending large bodies slowly cannot take the
+   * whole budget from everyone else (an attacker's probe held 63 of 64 MiB with two stalled
+   * uploads of one key, for the request timeout's 300 s).
+   */
+  constructor(
+    public limit: number,
+    public perAddress: number = limit,
+  ) {}
 
   get free(): number {
     return this.limit - this.used;
   }
 
-  lease(): BodyLease {
-    return new BodyLease(this);
+  /** What a new body from `address` may take now: the budget's room, and its address's share. */
+  freeFor(address: string): number {
+    return Math.min(this.free, this.perAddress - (this.byAddress.get(address) ?? 0));
+  }
+
+  lease(address: string): BodyLease {
+    return new BodyLease(this, address);
+  }
+
+  /** @internal: a lease's bytes, counted in the budget and for its address. */
+  add(address: string, n: number): void {
+    this.used += n;
+    const held = (this.byAddress.get(address) ?? 0) + n;
+    if (held === 0) this.byAddress.delete(address);
+    else this.byAddress.set(address, held);
   }
 }
 
@@ -31,18 +55,20 @@ export class BodyBudget {
 export class BodyLease {
   held = 0;
 
-  constructor(private readonly budget: BodyBudget) {}
+  constructor(
+    private readonly budget: BodyBudget,
+    private readonly address: string,
+  ) {}
 
   /** Whether `n` more bytes would fit now (nothing is taken). */
   fits(n: number): boolean {
-    return this.budget.used + n <= this.budget.limit;
+    return n <= this.budget.freeFor(this.address);
   }
 
-  /** Takes `n` more bytes, or nothing and false when the budget cannot spare them. */
+  /** Takes `n` more bytes, or nothing and false when the budget (or its address's share) cannot spare them. */
   take(n: number): boolean {
-    const b = this.budget;
-    if (b.used + n > b.limit) return false;
-    b.used += n;
+    if (!this.fits(n)) return false;
+    this.budget.add(this.address, n);
     this.held += n;
     return true;
   }
@@ -51,12 +77,11 @@ export class BodyLease {
   give(n: number): void {
     const k = Math.min(n, this.held);
     this.held -= k;
-    this.budget.used -= k;
+    this.budget.add(this.address, -k);
   }
 
   /** Gives back everything held; later calls do nothing. */
   release(): void {
-    this.budget.used -= this.held;
-    this.held = 0;
+    this.give(this.held);
   }
 }

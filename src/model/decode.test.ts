@@ -157,7 +157,7 @@ describe('decodeBody: unsupported codings', () => {
 describe('decodeBody: the bodies budget', () => {
   it('counts the decoded bytes it keeps (held) and gives back every intermediate layer and decoder', async () => {
     const budget = new BodyBudget(64 * MB);
-    const lease = budget.lease();
+    const lease = budget.lease('client');
     const r = await decodeBody(brotliCompressSync(gzipSync(JSON_BODY)), 'gzip, br', MB, lease);
     if (!r.ok) throw new Error(r.reason);
     expect(r.body).toEqual(JSON_BODY);
@@ -169,7 +169,7 @@ describe('decodeBody: the bodies budget', () => {
 
   it('stops a bomb when the budget runs out, with 503, and holds nothing afterwards', async () => {
     const budget = new BodyBudget(2 * MB);
-    const lease = budget.lease();
+    const lease = budget.lease('client');
     const bomb = gzipSync(Buffer.alloc(64 * MB), { level: 9 });
     const r = await decodeBody(bomb, 'gzip', 32 * MB, lease);
     expect(r).toMatchObject({ ok: false, status: 503 });
@@ -178,7 +178,7 @@ describe('decodeBody: the bodies budget', () => {
 
   it('gives everything back when the size limit or bad data ends the decoding', async () => {
     const budget = new BodyBudget(64 * MB);
-    const lease = budget.lease();
+    const lease = budget.lease('client');
     expect(await decodeBody(gzipSync(Buffer.alloc(4 * MB)), 'gzip', MB, lease)).toMatchObject({ ok: false, status: 413 });
     expect(await decodeBody(Buffer.from('not gzip at all'), 'gzip', MB, lease)).toMatchObject({ ok: false, status: 400 });
     expect(budget.used).toBe(0);
@@ -192,7 +192,7 @@ describe('decodeBody: the bodies budget', () => {
       expect(ws, `lgwin ${lgwin}`).toBeLessThanOrEqual(2 ** Math.max(lgwin, 16) + 4 * MB);
       expect(ws).toBeGreaterThan(2 ** 10);
       // Not enough room for that window: refused before decoding anything.
-      const tight = new BodyBudget(ws - 1).lease();
+      const tight = new BodyBudget(ws - 1).lease('client');
       expect(await decodeBody(compressed, 'br', 8 * MB, tight)).toMatchObject({ ok: false, status: 503 });
     }
     const big = brotliCompressSync(Buffer.alloc(32 * MB), { params: { [constants.BROTLI_PARAM_LGWIN]: 24, [constants.BROTLI_PARAM_QUALITY]: 4 } });

@@ -265,6 +265,40 @@ describe('the bodies budget', () => {
   });
 });
 
+describe('the bodies budget, per client address', () => {
+  // Half of 2 MiB is 1 MiB, the body limit: one address may hold 1 MiB of the 2.
+  const h = useHarness({ store: 'memory', file: { maxBodyBytes: MiB, bodyBudgetBytes: 2 * MiB, maxDecodedBodyBytes: 512 * 1024 } });
+  // biome-ignore lint/suspicious/noThenProperty: rawConnections' option, in an object that is never awaited
+  const open = rawConnections({ then: () => bodyBytesBecome(h, 0) });
+  const other = new http.Agent({ localAddress: '127.0.0.2' });
+  afterAll(() => other.destroy());
+
+  it("lets one client, stalling uploads, hold no more than its share: its next body gets 503, another client's goes through", async () => {
+    const { key } = await h.createKey('hog');
+    const port = Number(new URL(h.url).port);
+    const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    // Four bodies from 127.0.0.1 declared at 250,000 bytes, 200,000 of each sent: 800,000 held.
+    const stalled: RawConnection[] = [];
+    for (let i = 0; i < 4; i++) {
+      const c = await openRaw(port, `POST /v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 250000\r\n\r\n`);
+      c.write(jsonBody(250_000).subarray(0, 200_000));
+      stalled.push(c);
+      open.push(c);
+    }
+    await bodyBytesBecome(h, 800_000);
+    // The budget has 1,297,152 bytes free; 127.0.0.1's share only 248,576.
+    const same = await post(port, '/v1/responses', auth, jsonBody(300_000));
+    expect(same.status).toBe(503);
+    expect(JSON.parse(same.text)).toMatchObject({ error: { code: 'gateway_busy', type: 'new_api_error' } });
+    expect((await post(port, '/v1/responses', auth, jsonBody(300_000), other)).status).toBe(200);
+    // The stalled ones finish, and their address has its share again.
+    for (const c of stalled) c.write(jsonBody(250_000).subarray(200_000));
+    for (const c of stalled) expect(finalStatus(await c.waitFor(/HTTP\/1\.1 200/, 5_000))).toBe(200);
+    expect(await bodyBytesBecome(h, 0)).toBe(0);
+    expect((await post(port, '/v1/responses', auth, jsonBody(300_000))).status).toBe(200);
+  });
+});
+
 describe('the bodies budget, toward a client that closes its connection', () => {
   // Bodies larger than the loopback socket buffers can take whole: the client is still writing when the answer is due.
   const h = useHarness({ store: 'memory', file: { maxBodyBytes: 4 * MiB, bodyBudgetBytes: 4 * MiB, maxDecodedBodyBytes: MiB } });
