@@ -280,8 +280,10 @@ export function createGateway(d: GatewayDeps): Gateway {
 
     // 3. Authenticate.
     const presented = presentedKeys(req.headers, route, req.rawHeaders);
-    // Failures count per address bucket, as the per-IP limits do: an IPv6 client's whole /64 is one.
-    const auth = await d.authenticator.authenticate(presented, addressBucket(t.ip, p.config.ipv6Prefix));
+    // Failures count per address bucket, as the per-IP limits do: an IPv6 client's whole /64 is one
+    // (and so does its share of the bodies' budget, below).
+    const bucket = addressBucket(t.ip, p.config.ipv6Prefix);
+    const auth = await d.authenticator.authenticate(presented, bucket);
     if (!auth.ok) {
       if (auth.reason === 'unavailable') {
         t.reason = 'lookup_failed';
@@ -320,7 +322,6 @@ export function createGateway(d: GatewayDeps): Gateway {
       // The declared size is judged before the body is read, and before a client that asked for it is invited to send it.
       const declared = declaredLength(req);
       if (declared > max) return refuse(res, t, Refusals.BODY_TOO_LARGE, { params: { limit: max } });
-      const bucket = addressBucket(t.ip, p.config.ipv6Prefix);
       if (declared > d.budget.freeFor(bucket)) return refuseBusy(res, t, req);
       if (t.expectsContinue) {
         res.writeContinue();
