@@ -449,6 +449,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     if (pipelinedTooDeep(req.socket)) {
       // Said once per connection; its requests in progress are released as it closes.
       if (!req.socket.destroyed) {
+        metrics.pipeliningClosed.inc();
         log.warn({ ip: req.socket.remoteAddress, limit: MAX_PIPELINED_REQUESTS }, 'connection closed: more pipelined requests in progress than allowed');
         req.socket.destroy();
       }

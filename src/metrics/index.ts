@@ -170,6 +170,11 @@ export class Metrics {
     help: 'Client connections closed on arrival because maxConnections were open',
     registers: [this.registry],
   });
+  readonly pipeliningClosed = new Counter({
+    name: 'sluice_pipelining_closed_total',
+    help: 'Client connections closed for having more pipelined requests in progress than allowed (32)',
+    registers: [this.registry],
+  });
   readonly requestTimeouts = new Counter({
     name: 'sluice_request_timeouts_total',
     help: 'Requests answered 408: headers or body not in within server.headersTimeoutSeconds / requestTimeoutSeconds',

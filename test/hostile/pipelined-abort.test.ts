@@ -95,6 +95,7 @@ describe('pipelined requests on a connection that dies', () => {
     deep.write(call.repeat(5000));
     await closed;
     expect(h.relay.started - before).toBeLessThanOrEqual(MAX_PIPELINED_REQUESTS);
+    expect(metricValue(await metricsText(h), 'sluice_pipelining_closed_total')).toBe(1);
     await eventually(async () => expect(metricValue(await metricsText(h), 'sluice_inflight_requests')).toBe(0), { what: 'its requests to be released' });
     // Others are served as before.
     const r = await fetch(`${h.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });

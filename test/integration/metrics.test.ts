@@ -58,6 +58,7 @@ function expectedZeros(ipRules: readonly string[]): Array<[string, Record<string
   for (const name of [
     'sluice_free_tier_admissions_total',
     'sluice_dropped_connections_total',
+    'sluice_pipelining_closed_total',
     'sluice_request_timeouts_total',
     'sluice_out_of_sockets_total',
     'sluice_body_budget_refusals_total',
