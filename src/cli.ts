@@ -211,10 +211,21 @@ async function limits(args: string[]): Promise<void> {
   const ops = await client(values['admin-url']);
   try {
     const reset = sub === 'reset';
-    print(values.user !== undefined ? await ops.userLimits(values.user, reset) : await ops.ipLimits(values.ip!, reset));
+    if (values.user === undefined) return print(await ops.ipLimits(values.ip!, reset));
+    const answer = await ops.userLimits(values.user, reset);
+    print(answer);
+    // A mistyped id reads exactly as an idle user: said, on stderr, so that stdout stays the answer.
+    if (!reset && countsNothing(answer))
+      process.stderr.write("note: no free-tier call of this user is counted today; if they are refused, check the id (the access line's user field)\n");
   } finally {
     await ops.close();
   }
+}
+
+/** Whether a user's limits (GET /admin/users/<id>/limits) count no call today, in the window or the day. */
+function countsNothing(answer: unknown): boolean {
+  const counts = (answer as { freeTier?: { window?: { used?: number }; day?: { used?: number } } }).freeTier;
+  return counts?.window?.used === 0 && counts.day?.used === 0;
 }
 
 function configCheck(args: string[]): void {

@@ -175,6 +175,13 @@ describe('sluice keys lookup and limits, directly on Redis', () => {
       }
     }
   });
+
+  it('says, besides the zeros, that a user id it shows has no call counted today (a mistyped id reads so)', async () => {
+    const r = await sluice(['limits', 'show', '--user', 'no-such-user-7'], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ freeTier: { user: 'no-such-user-7', window: { used: 0 }, day: { used: 0 } } });
+    expect(r.stderr).toMatch(/no free-tier call of this user is counted today/);
+  });
 });
 
 describe('sluice keys lookup and limits, through the admin API (the embedded store)', () => {
