@@ -403,10 +403,11 @@ export function createGateway(d: GatewayDeps): Gateway {
   }
 
   function forward(req: IncomingMessage, res: ServerResponse, t: Trace, body: Buffer | null, extraHeaders?: Record<string, string>, intercept?: Intercept): void {
-    // A request pipelined behind another on its connection waits for that one's answer; if the
-    // connection dies meanwhile, its close already logged and released it.
+    // A request pipelined behind another on its connection waits for that one's answer. If the
+    // connection dies meanwhile, its close has logged and released it, and the forwarder sends
+    // nothing for a closed response.
     const turn = relayTurn(res);
-    if (turn !== null) return void turn.then(() => res.destroyed || forward(req, res, t, body, extraHeaders, intercept));
+    if (turn !== null) return void turn.then(() => forward(req, res, t, body, extraHeaders, intercept));
     d.forwarder.forward({
       req,
       res,

@@ -72,6 +72,27 @@ describe('pipelined requests on a connection that dies', () => {
     }
   }, 30_000);
 
+  it('never forwards a pipelined request still waiting its turn when its connection dies', async () => {
+    const { key } = await h.createKey('dying-pipeliner');
+    const port = Number(new URL(h.url).port);
+    h.relay.behave((r) => r.url === '/v1/models', { delayMs: 300 });
+    try {
+      const before = h.relay.started;
+      const s = net.connect(port, '127.0.0.1');
+      s.on('error', () => {});
+      await new Promise<void>((r) => s.once('connect', r));
+      s.write(`GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`.repeat(4));
+      await sleep(100);
+      s.destroy();
+      await eventually(async () => expect(metricValue(await metricsText(h), 'sluice_inflight_requests')).toBe(0), { what: 'its requests to be released' });
+      // Past the first one's relay delay: the three waiting behind it never reached the relay.
+      await sleep(400);
+      expect(h.relay.started - before).toBe(1);
+    } finally {
+      h.relay.reset();
+    }
+  });
+
   it('closes a connection with more requests in progress than MAX_PIPELINED_REQUESTS; one within it is answered in full', async () => {
     const { key } = await h.createKey('deep-pipeliner');
     const port = Number(new URL(h.url).port);
