@@ -198,8 +198,11 @@ export function createGateway(d: GatewayDeps): Gateway {
    * still arriving: the kernel resets the connection, and a client still writing its body sees
    * EPIPE or ECONNRESET instead of the answer. There the answer waits until the rest has been read.
    */
-  function refuseBusy(res: ServerResponse, t: Trace, req: IncomingMessage): void {
-    metrics.bodyBudgetRefusals.inc();
+  function refuseBusy(res: ServerResponse, t: Trace, req: IncomingMessage, address: string): void {
+    // Which bound refused: the whole budget, or the address's share of it.
+    const bound = d.budget.tighterBound(address);
+    metrics.bodyBudgetRefusals.inc({ bound });
+    t.reason = bound;
     const dropsRest = !t.expectsContinue && !req.complete && !req.destroyed;
     const answer = (): void => {
       // The request timeout may have answered (408) while the rest was arriving.
@@ -322,7 +325,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       // The declared size is judged before the body is read, and before a client that asked for it is invited to send it.
       const declared = declaredLength(req);
       if (declared > max) return refuse(res, t, Refusals.BODY_TOO_LARGE, { params: { limit: max } });
-      if (declared > d.budget.freeFor(bucket)) return refuseBusy(res, t, req);
+      if (declared > d.budget.freeFor(bucket)) return refuseBusy(res, t, req, bucket);
       if (t.expectsContinue) {
         res.writeContinue();
         t.expectsContinue = false;
@@ -333,7 +336,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       const r = await readBody(req, max, prepass, lease);
       if (!r.ok) {
         if (r.reason === 'too_large') return refuse(res, t, Refusals.BODY_TOO_LARGE, { params: { limit: max } });
-        if (r.reason === 'busy') return refuseBusy(res, t, req);
+        if (r.reason === 'busy') return refuseBusy(res, t, req, bucket);
         if (t.logged) return; // answered 408 when the request timeout cut it
         t.decision = r.reason;
         res.destroy();
@@ -477,7 +480,7 @@ export function createGateway(d: GatewayDeps): Gateway {
         return refuse(res, t, Refusals.STORE_UNAVAILABLE);
       }
       // A compressed body whose decoding the budget could not hold.
-      if (err instanceof BodyBudgetExceededError) return res.destroyed ? undefined : refuseBusy(res, t, req);
+      if (err instanceof BodyBudgetExceededError) return res.destroyed || t.lease === null ? undefined : refuseBusy(res, t, req, t.lease.address);
       log.error({ reqId: t.id, err: err instanceof Error ? err.stack : String(err) }, 'request handler failed');
       refuse(res, t, Refusals.INTERNAL);
     });

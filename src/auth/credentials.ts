@@ -7,6 +7,13 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { lookupKey } from './keys.js';
 import type { HeaderReason } from './reasons.js';
 
+/**
+ * The headers that carry a key, on some path or other (contract §5); `authorization` counts
+ * everywhere. The one list: forwarding rewrites these (src/forward/headers.ts) and the log
+ * redacts them (src/log/index.ts).
+ */
+export const KEY_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key'] as const;
+
 export interface CredentialRules {
   /** `x-api-key` counts (the messages protocol): `/v1/messages` and `/v1/models` and below. */
   xApiKey: boolean;
@@ -36,9 +43,6 @@ export function presentedKeys(headers: IncomingHttpHeaders, rules: CredentialRul
   }
   return out;
 }
-
-/** The key headers there are; `authorization` counts everywhere. */
-const KEY_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key'] as const;
 
 /**
  * Why the request's key headers hold no key to look up, for its access line, once the

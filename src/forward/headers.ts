@@ -3,6 +3,7 @@
  * the rules are testable without sockets.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { KEY_HEADERS } from '../auth/credentials.js';
 
 /** RFC 9110 §7.6.1 hop-by-hop fields, plus the proxy-* family and legacy ones. */
 const HOP_BY_HOP = new Set([
@@ -44,9 +45,7 @@ const JUDGED_FIELDS: ReadonlySet<string> = new Set([
   'content-length',
   'transfer-encoding',
   'host',
-  'authorization',
-  'x-api-key',
-  'x-goog-api-key',
+  ...KEY_HEADERS,
   'origin',
   'access-control-request-method',
 ]);
@@ -99,9 +98,7 @@ export function prepareRequestHeaders(headers: IncomingHttpHeaders, auth: Outgoi
   }
   const key = auth.key;
   if (key === null) {
-    delete headers.authorization;
-    delete headers['x-api-key'];
-    delete headers['x-goog-api-key'];
+    for (const name of KEY_HEADERS) delete headers[name];
   } else {
     headers.authorization = `Bearer ${key}`;
     if (headers['x-api-key']) headers['x-api-key'] = key;

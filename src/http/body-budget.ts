@@ -9,6 +9,10 @@
  * (one small object per request that has a body).
  */
 
+/** Why a body was refused for want of room (BodyBudget.tighterBound). */
+export const BUSY_BOUNDS = ['budget_full', 'address_share'] as const;
+export type BusyBound = (typeof BUSY_BOUNDS)[number];
+
 export class BodyBudget {
   /** Bytes held by all leases now. */
   used = 0;
@@ -35,6 +39,14 @@ export class BodyBudget {
     return Math.min(this.free, this.perAddress - (this.byAddress.get(address) ?? 0));
   }
 
+  /**
+   * Which bound leaves `address` the less room now, for a refusal's metric label and access line:
+   * the whole budget (`budget_full`), or its address's share (`address_share`).
+   */
+  tighterBound(address: string): BusyBound {
+    return this.perAddress - (this.byAddress.get(address) ?? 0) < this.free ? 'address_share' : 'budget_full';
+  }
+
   lease(address: string): BodyLease {
     return new BodyLease(this, address);
   }
@@ -57,7 +69,7 @@ export class BodyLease {
 
   constructor(
     private readonly budget: BodyBudget,
-    private readonly address: string,
+    readonly address: string,
   ) {}
 
   /** Whether `n` more bytes would fit now (nothing is taken). */

@@ -22,9 +22,19 @@ const CHUNK = 1024;
 /** After a replay the store did not finish, the next waits this long (real time): decisions that succeed must not each start one. */
 const RETRY_AFTER_MS = 1000;
 
-type Tally = Record<Exclude<ReplayOutcome, 'retry'> | 'dropped', number>;
+/**
+ * What became of a call admitted in memory during a store outage: the store's answer for it (but
+ * `retry`, which is tried again), or `dropped` (the ledger was full: never kept). The
+ * metric's `result` label and the log line at the outage's end.
+ */
+export type ReplayResult = Exclude<ReplayOutcome, 'retry'> | 'dropped';
 
+type Tally = Record<ReplayResult, number>;
+
+// Typed as a Tally, this literal must name every result: it is the one list of them.
 const emptyTally = (): Tally => ({ replayed: 0, already_counted: 0, expired: 0, unknown: 0, failed: 0, dropped: 0 });
+
+export const REPLAY_RESULTS = Object.keys(emptyTally()) as readonly ReplayResult[];
 
 /** Whether anything of `a` is still counted at `now`: a window it is still in, or a day not over. */
 function due(a: OutageAdmission, now: number): boolean {
@@ -132,7 +142,7 @@ export class OutageLedger {
     this.count('expired', before - this.waiting.length);
   }
 
-  private count(result: keyof Tally, n: number): void {
+  private count(result: ReplayResult, n: number): void {
     if (n === 0) return;
     this.tally[result] += n;
     this.metrics.outageReplays.inc({ result }, n);

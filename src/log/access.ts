@@ -26,7 +26,8 @@ export interface AccessRecord {
   shadow?: string;
   /**
    * Why sluice refused, where the decision alone does not say: every 401 (src/auth/reasons.ts),
-   * and a 503 of the key lookup (`lookup_ceiling`, `lookup_failed`).
+   * a 503 of the key lookup (`lookup_ceiling`, `lookup_failed`), and a 503 for want of the bodies'
+   * budget (`budget_full`, or `address_share`: its client address holds its share).
    */
   reason?: string;
   status?: number;

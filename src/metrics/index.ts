@@ -12,6 +12,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { OUTCOMES, type Outcome } from '../answers/outcome.js';
 import { DEFAULTS } from '../config/index.js';
 import { FREE_TIER_LIMIT, ipRuleLimit } from '../limits/names.js';
+import { REPLAY_RESULTS } from '../limits/outage-ledger.js';
+import { BUSY_BOUNDS } from '../http/body-budget.js';
 import { ROUTE_FAMILIES, type RouteFamily } from '../routing/routes.js';
 import type { BuildInfo } from '../runtime/version.js';
 
@@ -37,8 +39,6 @@ export function relayBuckets(headersTimeoutSeconds: number): number[] {
 const STORE_OPS = ['consume', 'find_key'] as const;
 const RELAY_DB_OPS = ['lookup', 'schema'] as const;
 const KEY_LOOKUP_REFUSALS = ['address_budget', 'lookup_ceiling'] as const;
-/** What became of a call admitted in memory during a store outage (src/limits/outage-ledger.ts). */
-const OUTAGE_REPLAY_RESULTS = ['replayed', 'already_counted', 'expired', 'unknown', 'failed', 'dropped'] as const;
 /** The free tier refuses by its rolling window or its day; a per-IP rule by its window. */
 const FREE_TIER_REASONS = ['window', 'day'] as const;
 const IP_RULE_REASONS = ['window'] as const;
@@ -187,7 +187,8 @@ export class Metrics {
   });
   readonly bodyBudgetRefusals = new Counter({
     name: 'sluice_body_budget_refusals_total',
-    help: 'Requests answered 503 because their body would take the bodies in flight past bodyBudgetBytes',
+    help: 'Requests answered 503 because their body would take the bodies in flight past bodyBudgetBytes (bound: budget_full) or past their client address share of it (bound: address_share)',
+    labelNames: ['bound'] as const,
     registers: [this.registry],
   });
 
@@ -222,10 +223,11 @@ export class Metrics {
       this.relayChildren.set(family, this.relaySeconds.labels({ family }));
     }
     for (const reason of KEY_LOOKUP_REFUSALS) this.keyLookupsRefused.inc({ reason }, 0);
+    for (const bound of BUSY_BOUNDS) this.bodyBudgetRefusals.inc({ bound }, 0);
     for (const result of ['success', 'failure']) this.configReloads.inc({ result }, 0);
     this.limits(opts.ipRules ?? []);
     if (opts.storeRoundTrips) {
-      for (const result of OUTAGE_REPLAY_RESULTS) this.outageReplays.inc({ result }, 0);
+      for (const result of REPLAY_RESULTS) this.outageReplays.inc({ result }, 0);
       for (const op of STORE_OPS) {
         this.storeSeconds.zero({ op });
         this.storeErrors.inc({ op }, 0);

@@ -16,6 +16,7 @@ import { metricValue, metricsText } from '../support/helpers.js';
 import { startChildSluice, metric, type ChildSluice } from '../support/child-sluice.js';
 import { answerJson, ensureOwnDescriptors, finalStatus, openRaw, rawConnections, type RawConnection } from './raw.js';
 import { eventually, sleep } from '../support/time.js';
+import { capturedLog } from '../support/log.js';
 
 const MiB = 1024 * 1024;
 
@@ -216,7 +217,10 @@ describe('the bodies budget', () => {
     expect(h.relay.requests.filter((r) => r.body.equals(jsonBody(250_000)))).toHaveLength(4);
     // Handed to the relay: the budget holds nothing any more.
     expect(await heldBecomes(0)).toBe(0);
-    expect(await metricValue(await metricsText(h), 'sluice_body_budget_refusals_total')).toBe(1);
+    // The whole budget refused it (one address may hold all of a budget no larger than maxBodyBytes).
+    const text = await metricsText(h);
+    expect(metricValue(text, 'sluice_body_budget_refusals_total', { bound: 'budget_full' })).toBe(1);
+    expect(metricValue(text, 'sluice_body_budget_refusals_total', { bound: 'address_share' })).toBe(0);
   });
 
   it('refuses, part-way, a body of unknown length that the budget cannot take; the client, still sending, reads the 503', async () => {
@@ -267,7 +271,8 @@ describe('the bodies budget', () => {
 
 describe('the bodies budget, per client address', () => {
   // Half of 2 MiB is 1 MiB, the body limit: one address may hold 1 MiB of the 2.
-  const h = useHarness({ store: 'memory', file: { maxBodyBytes: MiB, bodyBudgetBytes: 2 * MiB, maxDecodedBodyBytes: 512 * 1024 } });
+  const logged = capturedLog();
+  const h = useHarness({ store: 'memory', log: logged.log, file: { maxBodyBytes: MiB, bodyBudgetBytes: 2 * MiB, maxDecodedBodyBytes: 512 * 1024 } });
   // biome-ignore lint/suspicious/noThenProperty: rawConnections' option, in an object that is never awaited
   const open = rawConnections({ then: () => bodyBytesBecome(h, 0) });
   const other = new http.Agent({ localAddress: '127.0.0.2' });
@@ -290,6 +295,11 @@ describe('the bodies budget, per client address', () => {
     const same = await post(port, '/v1/responses', auth, jsonBody(300_000));
     expect(same.status).toBe(503);
     expect(JSON.parse(same.text)).toMatchObject({ error: { code: 'gateway_busy', type: 'new_api_error' } });
+    // Operators see which bound it was: the address's share, not the whole budget.
+    expect(logged.requests().filter((l) => l.status === 503)).toEqual([expect.objectContaining({ reason: 'address_share', user: 'hog', ip: '127.0.0.1' })]);
+    const text = await metricsText(h);
+    expect(metricValue(text, 'sluice_body_budget_refusals_total', { bound: 'address_share' })).toBe(1);
+    expect(metricValue(text, 'sluice_body_budget_refusals_total', { bound: 'budget_full' })).toBe(0);
     expect((await post(port, '/v1/responses', auth, jsonBody(300_000), other)).status).toBe(200);
     // The stalled ones finish, and their address has its share again.
     for (const c of stalled) c.write(jsonBody(250_000).subarray(200_000));
