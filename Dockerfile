@@ -49,4 +49,4 @@ USER 10001:10001
 # 8080: public (clients). 9090: admin (probes, /metrics, admin API), keep it cluster-internal.
 EXPOSE 8080 9090
 # node is PID 1 and handles SIGTERM itself (drain, then exit 0); no shell in between.
-CMD ["node", "--no-memory-reducer", "--expose-gc", "dist/main.js"]
+CMD ["node", "--no-memory-reducer", "--expose-gc", "--max-semi-space-size=16", "dist/main.js"]

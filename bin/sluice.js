@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --no-memory-reducer --expose-gc
+#!/usr/bin/env -S node --no-memory-reducer --expose-gc --max-semi-space-size=16
 // Runs the compiled CLI when built (container image), else the TypeScript source through tsx.
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';

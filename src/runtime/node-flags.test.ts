@@ -3,7 +3,7 @@ import { missingNodeFlags, NODE_FLAGS } from './node-flags.js';
 
 describe('missingNodeFlags', () => {
   it('names every flag a process was started without, with what running without it costs', () => {
-    const missing = missingNodeFlags(['--import', 'tsx', '--expose-gc']);
+    const missing = missingNodeFlags(['--import', 'tsx', '--expose-gc', '--max-semi-space-size=16']);
     expect(missing.map((m) => m.flag)).toEqual(['--no-memory-reducer']);
     expect(missing[0]!.without).toContain('slower');
     expect(missingNodeFlags(['--import', 'tsx']).map((m) => m.flag)).toEqual([...NODE_FLAGS]);
@@ -12,5 +12,10 @@ describe('missingNodeFlags', () => {
   it('names none when each is given, in either of the spellings V8 accepts', () => {
     expect(missingNodeFlags([...NODE_FLAGS, '--import', 'tsx'])).toEqual([]);
     expect(missingNodeFlags(NODE_FLAGS.map((f) => f.replace(/-/g, '_').replace(/^__/, '--')))).toEqual([]);
+  });
+
+  it('takes a flag given with another value as given: the operator chose it', () => {
+    expect(missingNodeFlags(['--no-memory-reducer', '--expose-gc', '--max-semi-space-size=64'])).toEqual([]);
+    expect(missingNodeFlags(['--no-memory-reducer', '--expose-gc']).map((m) => m.flag)).toEqual(['--max-semi-space-size=16']);
   });
 });
