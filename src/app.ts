@@ -158,7 +158,8 @@ export function createSluice(opts: SluiceOptions): Sluice {
   let draining = false;
   /** Set once a drain's bound passed: what is cut from then on is sluice's doing (drain_deadline), not the client's. */
   let cutting = false;
-  // A descriptor shortage toward the relay keeps readiness false for a while, so that traffic goes elsewhere.
+  // A descriptor shortage toward the relay, or a connection closed at the cap, keeps readiness false
+  // for a while, so that traffic goes elsewhere.
   const readiness = new ReplicaReadiness({
     storeKind: store.kind,
     storeHealth,
@@ -192,7 +193,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
     budget,
   });
   const nofile = opts.openFileLimit === undefined ? openFileLimit() : opts.openFileLimit;
-  const serverDeps = { gateway, metrics, log, config: () => config, openFileLimit: nofile };
+  const serverDeps = { gateway, metrics, log, config: () => config, openFileLimit: nofile, dropped: () => readiness.capReached() };
   const publicServer = createPublicServer(serverDeps);
   const maxConnections = publicServer.maxConnections;
 

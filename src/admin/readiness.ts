@@ -4,7 +4,9 @@
  * store (and the relay's database) answered once since start, so a wrong address keeps a new Pod
  * out; an outage after that is reported (here, sluice_store_up, sluice_relay_db_up) but would take
  * every replica out at once while they still serve (docs/operations.md, Probes). Not ready either
- * while draining, or saturated: at the connection cap, or lately out of descriptors toward the relay.
+ * while draining, or saturated: at the connection cap, lately at it, or lately out of descriptors
+ * toward the relay. "Lately" keeps a saturated replica out for a while, so that a kubelet probing
+ * between two floods of connections does not put it back at once and out again (flapping).
  */
 import type { RelayKeySource } from '../auth/relay-db/source.js';
 import type { StoreHealth } from '../store/health.js';
@@ -19,11 +21,12 @@ export interface ReadinessDeps {
   connections: () => { open: number; cap: number };
 }
 
-/** How long a descriptor shortage toward the relay keeps the replica unready, so that traffic goes elsewhere. */
-const OUT_OF_SOCKETS_UNREADY_MS = 5000;
+/** How long a saturation (a connection closed at the cap, descriptors short toward the relay) keeps the replica unready. */
+const SATURATED_UNREADY_MS = 5000;
 
 export class ReplicaReadiness {
   private outOfSocketsAt = -Infinity;
+  private capReachedAt = -Infinity;
 
   constructor(private readonly d: ReadinessDeps) {}
 
@@ -32,11 +35,18 @@ export class ReplicaReadiness {
     this.outOfSocketsAt = performance.now();
   }
 
+  /** A client connection was closed on arrival for the connection cap. */
+  capReached(): void {
+    this.capReachedAt = performance.now();
+  }
+
   /** Why the replica should get no new traffic for now; null when nothing says so. */
   private saturation(): string | null {
     const { open, cap } = this.d.connections();
+    const now = performance.now();
     if (open >= cap) return 'at the connection cap';
-    if (performance.now() - this.outOfSocketsAt < OUT_OF_SOCKETS_UNREADY_MS) return 'out of sockets toward the relay';
+    if (now - this.capReachedAt < SATURATED_UNREADY_MS) return 'lately at the connection cap';
+    if (now - this.outOfSocketsAt < SATURATED_UNREADY_MS) return 'out of sockets toward the relay';
     return null;
   }
 

@@ -21,6 +21,8 @@ export interface PublicServerDeps {
   config: () => Config;
   /** The descriptor limit the connection cap is derived from (null: unknown). */
   openFileLimit: number | null;
+  /** A connection was closed on arrival for the cap. */
+  dropped: () => void;
 }
 
 export function createPublicServer(d: PublicServerDeps): Server {
@@ -36,7 +38,10 @@ export function createPublicServer(d: PublicServerDeps): Server {
   // A stream may stay silent for minutes while a model reasons: no idle cut-off on the response side.
   server.timeout = 0;
   configurePublicServer(server, d.config(), d);
-  server.on('drop', () => metrics.droppedConnections.inc());
+  server.on('drop', () => {
+    metrics.droppedConnections.inc();
+    d.dropped();
+  });
   server.on('connection', (socket: Socket) => {
     metrics.connections++;
     socket.once('close', () => void metrics.connections--);

@@ -413,7 +413,13 @@ describe('connections (sluice as its own process, under a low descriptor limit)'
       const answers = await Promise.all(flood.filter((c) => !c.closed).map((c) => c.waitFor(/HTTP\/1\.1 \d{3}/, 6_000)));
       expect(answers.length).toBeGreaterThan(0);
       for (const a of answers) expect(a).toMatch(/^HTTP\/1\.1 408 /);
-      await eventually(async () => expect((await fetch(`${child.adminUrl}/readyz`)).status).toBe(200), { timeoutMs: 3_000, intervalMs: 50 });
+      // Below the cap again, but it was at the cap moments ago: still out for 5 s after the last
+      // connection it closed, so that a kubelet probing between two floods does not flap it.
+      await eventually(async () => expect(await metric(child.adminUrl, 'sluice_open_connections')).toBeLessThan(cap), { timeoutMs: 2_000, intervalMs: 20 });
+      const lately = await fetch(`${child.adminUrl}/readyz`);
+      expect(lately.status).toBe(503);
+      expect(((await lately.json()) as { checks: { connections?: string } }).checks.connections).toBe('lately at the connection cap');
+      await eventually(async () => expect((await fetch(`${child.adminUrl}/readyz`)).status).toBe(200), { timeoutMs: 6_000, intervalMs: 50 });
       const fresh = await post(child.port, '/v1/chat/completions', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, Buffer.from('{"model":"gpt-4o"}'));
       expect(fresh.status).toBe(200);
     } finally {
