@@ -107,7 +107,7 @@ export const Refusals = Object.freeze({
   /** A path the relay could route on as another (malformed escape, dot segment): nothing more is read on that connection. */
   BAD_PATH: refusal({ outcome: 'bad_request', status: 400, body: BAD_REQUEST_BODY, close: true }),
   BAD_REQUEST: refusal({ outcome: 'bad_request', status: 400, body: BAD_REQUEST_BODY }),
-  /** The bodies in flight hold their whole memory budget (bodyBudgetBytes). */
+  /** The bodies in flight hold their whole memory budget (bodyBudgetBytes), or the client address its share of it. */
   BUSY: refusal({
     outcome: 'busy',
     status: 503,
