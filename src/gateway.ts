@@ -198,9 +198,9 @@ export function createGateway(d: GatewayDeps): Gateway {
    * still arriving: the kernel resets the connection, and a client still writing its body sees
    * EPIPE or ECONNRESET instead of the answer. There the answer waits until the rest has been read.
    */
-  function refuseBusy(res: ServerResponse, t: Trace, req: IncomingMessage, address: string): void {
-    // Which bound refused: the whole budget, or the address's share of it.
-    const bound = d.budget.tighterBound(address);
+  function refuseBusy(res: ServerResponse, t: Trace, req: IncomingMessage): void {
+    // Which bound refused: the whole budget, or the share of the client's address bucket.
+    const bound = d.budget.tighterBound(addressBucket(t.ip, d.policy().config.ipv6Prefix));
     metrics.bodyBudgetRefusals.inc({ bound });
     t.reason = bound;
     const dropsRest = !t.expectsContinue && !req.complete && !req.destroyed;
@@ -325,7 +325,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       // The declared size is judged before the body is read, and before a client that asked for it is invited to send it.
       const declared = declaredLength(req);
       if (declared > max) return refuse(res, t, Refusals.BODY_TOO_LARGE, { params: { limit: max } });
-      if (declared > d.budget.freeFor(bucket)) return refuseBusy(res, t, req, bucket);
+      if (declared > d.budget.freeFor(bucket)) return refuseBusy(res, t, req);
       if (t.expectsContinue) {
         res.writeContinue();
         t.expectsContinue = false;
@@ -336,7 +336,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       const r = await readBody(req, max, prepass, lease);
       if (!r.ok) {
         if (r.reason === 'too_large') return refuse(res, t, Refusals.BODY_TOO_LARGE, { params: { limit: max } });
-        if (r.reason === 'busy') return refuseBusy(res, t, req, bucket);
+        if (r.reason === 'busy') return refuseBusy(res, t, req);
         if (t.logged) return; // answered 408 when the request timeout cut it
         t.decision = r.reason;
         res.destroy();
@@ -480,7 +480,7 @@ export function createGateway(d: GatewayDeps): Gateway {
         return refuse(res, t, Refusals.STORE_UNAVAILABLE);
       }
       // A compressed body whose decoding the budget could not hold.
-      if (err instanceof BodyBudgetExceededError) return res.destroyed || t.lease === null ? undefined : refuseBusy(res, t, req, t.lease.address);
+      if (err instanceof BodyBudgetExceededError) return res.destroyed ? undefined : refuseBusy(res, t, req);
       log.error({ reqId: t.id, err: err instanceof Error ? err.stack : String(err) }, 'request handler failed');
       refuse(res, t, Refusals.INTERNAL);
     });

@@ -16,6 +16,18 @@ function request(chunks: Buffer[], headers: Record<string, string> = {}, end = t
 const chunksOf = (size: number, n: number): Buffer[] => Array.from({ length: n }, (_, i) => Buffer.alloc(size, 0x61 + (i % 26)));
 
 describe('BodyBudget leases', () => {
+  it('name the bound that leaves an address less room: its share, or the whole budget', () => {
+    const budget = new BodyBudget(100, 50);
+    expect(budget.lease('a').take(40)).toBe(true);
+    // a's share has 10 left, the budget 60: a's share is the tighter.
+    expect(budget.freeFor('a')).toBe(10);
+    expect(budget.tighterBound('a')).toBe('address_share');
+    expect(budget.lease('b').take(50)).toBe(true);
+    // The budget has 10 left, as has a's share: the budget is what is full.
+    expect(budget.tighterBound('a')).toBe('budget_full');
+    expect(budget.tighterBound('c')).toBe('budget_full');
+  });
+
   it('take what fits, refuse what does not (taking nothing), and give back exactly what they hold', () => {
     const budget = new BodyBudget(100);
     const a = budget.lease('client');

@@ -36,7 +36,7 @@ export class BodyBudget {
 
   /** What a new body from `address` may take now: the budget's room, and its address's share. */
   freeFor(address: string): number {
-    return Math.min(this.free, this.perAddress - (this.byAddress.get(address) ?? 0));
+    return Math.min(this.free, this.shareLeft(address));
   }
 
   /**
@@ -44,7 +44,12 @@ export class BodyBudget {
    * the whole budget (`budget_full`), or its address's share (`address_share`).
    */
   tighterBound(address: string): BusyBound {
-    return this.perAddress - (this.byAddress.get(address) ?? 0) < this.free ? 'address_share' : 'budget_full';
+    return this.shareLeft(address) < this.free ? 'address_share' : 'budget_full';
+  }
+
+  /** What is left of `address`'s share. */
+  private shareLeft(address: string): number {
+    return this.perAddress - (this.byAddress.get(address) ?? 0);
   }
 
   lease(address: string): BodyLease {
@@ -69,7 +74,7 @@ export class BodyLease {
 
   constructor(
     private readonly budget: BodyBudget,
-    readonly address: string,
+    private readonly address: string,
   ) {}
 
   /** Whether `n` more bytes would fit now (nothing is taken). */

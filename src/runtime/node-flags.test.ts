@@ -14,6 +14,19 @@ describe('missingNodeFlags', () => {
     expect(missingNodeFlags(NODE_FLAGS.map((f) => f.replace(/-/g, '_').replace(/^__/, '--')))).toEqual([]);
   });
 
+  it('reads NODE_OPTIONS too, where V8 takes --max-semi-space-size', () => {
+    const before = process.env.NODE_OPTIONS;
+    try {
+      process.env.NODE_OPTIONS = '--max-semi-space-size=16';
+      expect(missingNodeFlags().map((m) => m.flag)).not.toContain('--max-semi-space-size=16');
+      delete process.env.NODE_OPTIONS;
+      expect(missingNodeFlags().map((m) => m.flag)).toContain('--max-semi-space-size=16');
+    } finally {
+      if (before === undefined) delete process.env.NODE_OPTIONS;
+      else process.env.NODE_OPTIONS = before;
+    }
+  });
+
   it('takes a flag given with another value as given: the operator chose it', () => {
     expect(missingNodeFlags(['--no-memory-reducer', '--expose-gc', '--max-semi-space-size=64'])).toEqual([]);
     expect(missingNodeFlags(['--no-memory-reducer', '--expose-gc']).map((m) => m.flag)).toEqual(['--max-semi-space-size=16']);

@@ -32,11 +32,16 @@ export const NODE_FLAGS: readonly string[] = Object.keys(WITHOUT);
 /** A flag's name as V8 reads it: `_` is `-`, and the value after `=` aside. */
 const flagName = (arg: string): string => arg.split('=', 1)[0]!.replace(/_/g, '-');
 
+/** What this process was started with: its command line's Node flags and `NODE_OPTIONS` (where V8 takes some of them). */
+function startFlags(): string[] {
+  return [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
+}
+
 /**
  * The flags of NODE_FLAGS this process was not started with, each with what running without it
  * costs. A flag given with another value is given: the operator chose it.
  */
-export function missingNodeFlags(execArgv: readonly string[] = process.execArgv): Array<{ flag: string; without: string }> {
+export function missingNodeFlags(execArgv: readonly string[] = startFlags()): Array<{ flag: string; without: string }> {
   const given = new Set(execArgv.map(flagName));
   return NODE_FLAGS.filter((f) => !given.has(flagName(f))).map((flag) => ({ flag, without: WITHOUT[flag]! }));
 }
