@@ -286,8 +286,10 @@ export function createGateway(d: GatewayDeps): Gateway {
     // Failures count per address bucket, as the per-IP limits do: an IPv6 client's whole /64 is one
     // (and so does its share of the bodies' budget, below).
     const bucket = addressBucket(t.ip, p.config.ipv6Prefix);
-    const auth = await d.authenticator.authenticate(presented, bucket);
+    const auth = await d.authenticator.authenticate(presented, bucket, res);
     if (!auth.ok) {
+      // It left while it waited for its address's key lookups, and has had its line.
+      if (auth.reason === 'client_gone') return;
       if (auth.reason === 'unavailable') {
         t.reason = 'lookup_failed';
         log.warn({ reqId: t.id, source: auth.source, err: String(auth.error) }, 'key source unreachable and the key was not seen recently: cannot judge it');
@@ -295,9 +297,9 @@ export function createGateway(d: GatewayDeps): Gateway {
         return refuse(res, t, auth.source === RELAY_DB_SOURCE ? Refusals.RELAY_DB_UNAVAILABLE : Refusals.STORE_UNAVAILABLE);
       }
       // A key the replica does not know, refused without a lookup (src/auth/lookup-guard.ts): the
-      // client address spent its failures (401), or the replica is at its ceiling (503: the key
-      // may be a valid new one). A counter says which.
-      const guarded = auth.reason === 'address_budget' || auth.reason === 'lookup_ceiling';
+      // client address spent its failures (401), or the replica is at its ceiling or its queue of
+      // waiters is full (503: the key may be a valid new one). A counter says which.
+      const guarded = auth.reason === 'address_budget' || auth.reason === 'lookup_ceiling' || auth.reason === 'lookup_queue_full';
       if (guarded) metrics.keyLookupsRefused.inc({ reason: auth.reason });
       // Why, and whose key when a key source holds it, for the access line only: the client gets
       // the contract's one 401 (src/auth/reasons.ts).
@@ -309,7 +311,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       // A key judged from memory: the answer leaves with the turn's other answers (src/runtime/turn-batch.ts).
       if (auth.remembered) await atTurnEnd();
       if (res.destroyed) return;
-      if (auth.reason === 'lookup_ceiling') {
+      if (auth.reason === 'lookup_ceiling' || auth.reason === 'lookup_queue_full') {
         return refuse(res, t, Refusals.LOOKUP_CEILING, { params: { retryAfter: auth.retryAfterSeconds } });
       }
       return refuse(res, t, Refusals.UNAUTHORIZED);

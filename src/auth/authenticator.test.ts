@@ -562,6 +562,29 @@ describe('Authenticator', () => {
       expect(asked).toBe(5);
     });
 
+    it('starts no lookup for a waiter whose client left before its turn came', async () => {
+      const keys = ['sk-one0123456789abcdef', 'sk-two0123456789abcdef', 'sk-three0123456789abcdef'];
+      const clock = new ManualClock();
+      const m = manualSource(new Map(keys.map((k) => [hashKey(k), alice(k, k)])));
+      let asked = 0;
+      const source: KeySource = { ...m.source, find: (k, h, b) => (asked++, m.source.find(k, h, b)) };
+      const guard = new LookupGuard(() => ({ ...DEFAULTS.auth, failuresPerAddress: 2, unknownKeyLookupsPerSecond: 0 }), clock);
+      const a = new Authenticator([source], clock, { guard });
+      const clients = keys.map(() => ({ destroyed: false }));
+      const results = keys.map((k, i) => a.authenticate([k], '10.0.0.1', clients[i]));
+      await nextTurn();
+      expect(asked).toBe(2);
+      expect(guard.waiting).toBe(1);
+      clients[2]!.destroyed = true; // the third request's client leaves while it waits
+      m.release();
+      await nextTurn();
+      m.release();
+      expect(await results[2]).toEqual({ ok: false, reason: 'client_gone' });
+      expect(asked).toBe(2);
+      expect(guard.waiting).toBe(0);
+      expect(await results[0]).toMatchObject({ ok: true });
+    });
+
     it('answers past the ceiling with its Retry-After, and a key seen valid before a flush is still not an unknown one', async () => {
       const { m, a, ask, asked } = guarded({ failuresPerAddress: 0, unknownKeyLookupsPerSecond: 1, unknownKeyLookupBurst: 1 });
       expect(await ask([KEY], 'a')).toMatchObject({ ok: true }); // a valid key gives its place back

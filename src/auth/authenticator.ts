@@ -79,8 +79,13 @@ export type AuthResult =
    * `remembered`: decided without asking a source.
    */
   | { ok: false; reason: UnauthorizedReason; keyId?: string; user?: string; remembered?: true }
-  /** The replica's ceiling on lookups of unknown keys is reached: the key's validity is unknown. */
-  | { ok: false; reason: 'lookup_ceiling'; retryAfterSeconds: number; remembered: true }
+  /**
+   * The replica's ceiling on lookups of unknown keys is reached, or its queue of requests waiting
+   * for their address's lookups is full: the key's validity is unknown.
+   */
+  | { ok: false; reason: 'lookup_ceiling' | 'lookup_queue_full'; retryAfterSeconds: number; remembered: true }
+  /** The client left while its request waited for its address's lookups: no lookup was started for it. */
+  | { ok: false; reason: 'client_gone' }
   /** No source could answer: the key's validity is unknown. `source` names the first that failed (KeySource.name). */
   | { ok: false; reason: 'unavailable'; source: string; error: unknown };
 
@@ -211,11 +216,12 @@ export class Authenticator {
 
   /**
    * Every presented key must be valid, and all must name the same key owner;
-   * a wrong key beside a valid one fails. `address` is the client's, for the lookup guard. A
-   * refusal decided without asking a source (a key known not valid, no key, the lookup guard's)
-   * is marked `remembered`.
+   * a wrong key beside a valid one fails. `address` is the client's, for the lookup guard, and
+   * `client` its end of the exchange: a request that waited for its address's lookups starts none
+   * once its client has left. A refusal decided without asking a source (a key known not valid,
+   * no key, the lookup guard's) is marked `remembered`.
    */
-  async authenticate(presented: readonly string[], address?: string): Promise<AuthResult> {
+  async authenticate(presented: readonly string[], address?: string, client?: ClientEnd): Promise<AuthResult> {
     const identities: KeyIdentity[] = [];
     /** Whether a source was asked for this request. */
     let asked = false;
@@ -239,7 +245,7 @@ export class Authenticator {
       }
       let answer: Answer | Refused;
       try {
-        answer = await this.lookup(hash, key, address);
+        answer = await this.lookup(hash, key, address, client);
       } catch (error) {
         if (error instanceof SourceUnavailableError) return { ok: false, reason: 'unavailable', source: error.source, error: error.cause };
         return { ok: false, reason: 'unavailable', source: 'unknown', error };
@@ -278,7 +284,7 @@ export class Authenticator {
   }
 
   /** Asks the sources for a key not in the cache (or too old there), if the lookup guard lets it. */
-  private async lookup(hash: string, key: string, address: string | undefined): Promise<Answer | Refused> {
+  private async lookup(hash: string, key: string, address: string | undefined, client: ClientEnd | undefined): Promise<Answer | Refused> {
     if (this.guard === undefined || address === undefined) return this.ask(hash, key, false);
     for (;;) {
       // A key seen valid (its answer aged, or was flushed) and a lookup already under way cost no
@@ -294,12 +300,14 @@ export class Authenticator {
         return answer;
       }
       if (admission.reason === 'address_budget') return { ok: false, reason: 'address_budget', remembered: true };
-      if (admission.reason === 'lookup_ceiling') return { ok: false, reason: 'lookup_ceiling', retryAfterSeconds: admission.retryAfterSeconds, remembered: true };
+      if (admission.reason !== 'address_pending') return { ok: false, reason: admission.reason, retryAfterSeconds: admission.retryAfterSeconds, remembered: true };
       // The address's lookups in flight hold its budget: judged again once one of them ends, when
       // this very key may have had its answer too.
       await admission.settled;
       const hit = this.fresh(hash, this.clock.now());
       if (hit !== undefined) return hit.identity ?? hit.refusal ?? UNKNOWN_KEY;
+      // Its place would cost a lookup nobody waits for.
+      if (client?.destroyed) return CLIENT_GONE;
     }
   }
 
@@ -414,8 +422,15 @@ class SourceUnavailableError extends Error {
   }
 }
 
-/** A refusal without a lookup (the lookup guard's). */
-type Refused = { ok: false; reason: 'address_budget'; remembered: true } | Extract<AuthResult, { reason: 'lookup_ceiling' }>;
+/** The client's end of a request (its ServerResponse): whether the client has left. */
+export interface ClientEnd {
+  readonly destroyed: boolean;
+}
+
+/** A refusal without a lookup (the lookup guard's), or none needed. */
+type Refused = { ok: false; reason: 'address_budget'; remembered: true } | Extract<AuthResult, { reason: 'lookup_ceiling' | 'lookup_queue_full' | 'client_gone' }>;
+
+const CLIENT_GONE = Object.freeze({ ok: false, reason: 'client_gone' } as const);
 
 /** A key header that holds no key; credentials.ts tells which way it holds none. */
 const EMPTY_KEY = Object.freeze({ reason: 'empty_key' as const });

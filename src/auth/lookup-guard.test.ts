@@ -80,7 +80,7 @@ describe('LookupGuard', () => {
       expect(g.admit('a')).toMatchObject({ reason: 'address_pending' });
       expect(g.admit('b')).toMatchObject({ reason: 'address_pending' });
       expect(g.waiting).toBe(2);
-      expect(g.admit('a')).toEqual({ admitted: false, reason: 'lookup_ceiling', retryAfterSeconds: 1 });
+      expect(g.admit('a')).toEqual({ admitted: false, reason: 'lookup_queue_full', retryAfterSeconds: 1 });
       a.settle('valid');
       await nextTurn();
       expect(g.waiting).toBe(1);

@@ -20,7 +20,7 @@
  * waiter per place given back, every waiter once the address has no lookup left in flight (if
  * failures spent the budget, their answer is the 401). At most
  * `auth.unknownKeyLookupBurst` requests wait per replica; past it, 503 with Retry-After, as at
- * the ceiling.
+ * the ceiling, under a reason of its own (`lookup_queue_full`): the remedy differs.
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
@@ -34,7 +34,9 @@ export type LookupAdmission =
   | { admitted: false; reason: 'address_budget' }
   /** The address's budget is held by its lookups in flight: ask again once `settled` (one of them ended). */
   | { admitted: false; reason: 'address_pending'; settled: Promise<void> }
-  | { admitted: false; reason: 'lookup_ceiling'; retryAfterSeconds: number };
+  | { admitted: false; reason: 'lookup_ceiling'; retryAfterSeconds: number }
+  /** `auth.unknownKeyLookupBurst` requests already wait for their addresses' lookups. */
+  | { admitted: false; reason: 'lookup_queue_full'; retryAfterSeconds: number };
 
 /** A budget refilled evenly: `tokens` at `at`, at most `capacity`. */
 interface Bucket {
@@ -100,7 +102,7 @@ export class LookupGuard {
     if (bucket && bucket.tokens < 1) {
       const flying = this.inFlight.get(address);
       if (flying !== undefined && bucket.tokens + flying.count >= 1) {
-        if (this.waitingNow >= s.unknownKeyLookupBurst) return { admitted: false, reason: 'lookup_ceiling', retryAfterSeconds: 1 };
+        if (this.waitingNow >= s.unknownKeyLookupBurst) return { admitted: false, reason: 'lookup_queue_full', retryAfterSeconds: 1 };
         return { admitted: false, reason: 'address_pending', settled: this.wait(flying) };
       }
       if (this.log && !(now - (bucket.loggedAt ?? -Infinity) < s.failureWindowSeconds * 1000)) {

@@ -38,7 +38,7 @@ export function relayBuckets(headersTimeoutSeconds: number): number[] {
 /** The operations of the store and the relay's database that are timed (their `op` label). */
 const STORE_OPS = ['consume', 'find_key'] as const;
 const RELAY_DB_OPS = ['lookup', 'schema'] as const;
-const KEY_LOOKUP_REFUSALS = ['address_budget', 'lookup_ceiling'] as const;
+const KEY_LOOKUP_REFUSALS = ['address_budget', 'lookup_ceiling', 'lookup_queue_full'] as const;
 /** The free tier refuses by its rolling window or its day; a per-IP rule by its window. */
 const FREE_TIER_REASONS = ['window', 'day'] as const;
 const IP_RULE_REASONS = ['window'] as const;
@@ -124,7 +124,7 @@ export class Metrics {
   });
   readonly keyLookupsRefused = new Counter({
     name: 'sluice_key_lookups_refused_total',
-    help: 'Keys the replica did not know, refused without a lookup: address_budget (the client address spent auth.failuresPerAddress: 401) or lookup_ceiling (503: auth.unknownKeyLookupsPerSecond reached, or auth.unknownKeyLookupBurst requests already waiting for the lookups of their address)',
+    help: 'Keys the replica did not know, refused without a lookup: address_budget (the client address spent auth.failuresPerAddress: 401) lookup_ceiling (503: auth.unknownKeyLookupsPerSecond reached) or lookup_queue_full (503: auth.unknownKeyLookupBurst requests already waiting for the lookups of their address)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

@@ -117,9 +117,13 @@ export class MemoryStore implements Store {
     return checks.map((c) => this.stateAt(c, limitKey(c), nowMs, 'inspect'));
   }
 
-  /** In-process: every count of the subject goes (other days' and other rules' too), and the listeners hear of it at once. */
-  async resetLimits(subject: string, _checks: readonly LimitCheck[]): Promise<void> {
-    this.forgetSubject(subject);
+  /** The counts `checks` name go, as in Redis (limit-resets.ts), and the listeners hear of it at once. */
+  async resetLimits(subject: string, checks: readonly LimitCheck[]): Promise<void> {
+    for (const c of checks) {
+      const key = limitKey(c);
+      this.windows.delete(key);
+      this.counters.delete(key);
+    }
     for (const l of this.resetListeners) l({ type: 'reset', subject });
   }
 

@@ -50,7 +50,7 @@ function expectedZeros(ipRules: readonly string[]): Array<[string, Record<string
     zeros.push(['sluice_degraded_decisions_total', { limit }], ['sluice_remembered_refusals_total', { limit }], ['sluice_shadow_rejections_total', { limit, reason: 'window' }]);
   }
   zeros.push(['sluice_shadow_rejections_total', { limit: 'free_tier', reason: 'day' }]);
-  for (const reason of ['address_budget', 'lookup_ceiling']) zeros.push(['sluice_key_lookups_refused_total', { reason }]);
+  for (const reason of ['address_budget', 'lookup_ceiling', 'lookup_queue_full']) zeros.push(['sluice_key_lookups_refused_total', { reason }]);
   for (const result of ['success', 'failure']) zeros.push(['sluice_config_reloads_total', { result }]);
   for (const op of ['consume', 'find_key']) zeros.push(['sluice_store_errors_total', { op }], ['sluice_store_seconds_count', { op }]);
   // The relay's tables are read at start-up (op schema), with or without a request.

@@ -79,6 +79,22 @@ describe.each(['memory', 'redis'] as const)('%s store: day counters and limit fi
     // Calls at 0 and 5 s admitted, 10 s rejected; at 20 s the one at 0 must leave for one more.
     expect(await store.consume(checks, now + 20_000, 'x')).toEqual({ admitted: false, rejectedBy: 0, retryAfterMs: 40_000, used: [2], resetMs: [40_000] });
   });
+
+  it("an operator's reset deletes the subject's counts it names, and no other", async () => {
+    const now = Date.now();
+    const subject = `u:${key('reset')}`;
+    const named: LimitCheck[] = [
+      { kind: 'window', subject, key: 'ft:w', limit: 5, windowMs: MIN },
+      { kind: 'counter', subject, key: 'ft:d:today', limit: 5, resetAtMs: now + HOUR },
+    ];
+    // A count of the subject the reset does not name (a rule a reload since removed).
+    const other: LimitCheck[] = [{ kind: 'window', subject, key: 'gone:w', limit: 5, windowMs: MIN }];
+    await store.consume(named, now, 'a');
+    await store.consume(other, now, 'a');
+    await store.resetLimits(subject, named);
+    expect((await store.inspect(named, now + 1)).map((s) => s.used)).toEqual([0, 0]);
+    expect((await store.inspect(other, now + 1)).map((s) => s.used)).toEqual([1]);
+  });
 });
 
 describe('memory store: when day counters go', () => {
