@@ -47,9 +47,11 @@ function at(c: Config, path: readonly string[]): unknown {
 }
 
 /** `into` with the value at `path` taken from `from`, copying only the objects on the way. */
-function keep(into: Tree, from: Tree, path: readonly string[]): Tree {
+function keep<T extends object>(into: T, from: T, path: readonly string[]): T {
   const [k, ...rest] = path as [string, ...string[]];
-  return { ...into, [k]: rest.length === 0 ? from[k] : keep(into[k] as Tree, from[k] as Tree, rest) };
+  const a = into as Tree;
+  const b = from as Tree;
+  return { ...into, [k]: rest.length === 0 ? b[k] : keep(a[k] as Tree, b[k] as Tree, rest) };
 }
 
 /**
@@ -63,7 +65,7 @@ export function applyReload(running: Config, next: Config): { config: Config; ig
   for (const s of STARTUP_ONLY) {
     const path = s.configPath.split('.');
     if (!s.secret && JSON.stringify(at(running, path)) !== JSON.stringify(at(next, path))) ignored.push(s.path);
-    config = keep(config as unknown as Tree, running as unknown as Tree, path) as unknown as Config;
+    config = keep(config, running, path);
   }
   return { config, ignored };
 }

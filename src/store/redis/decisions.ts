@@ -10,7 +10,7 @@ import { TurnBatch } from '../../runtime/turn-batch.js';
 import { limitKey } from '../limit-key.js';
 import { NotSentError, type Decision, type LimitCheck, type LimitState } from '../types.js';
 import type { RedisConnection } from './connection.js';
-import type { ScriptCommands, ScriptResult } from './scripts.js';
+import type { ScriptResult } from './scripts.js';
 
 /** What Lua's `%s` matches: a member holding any of it would break its run's decisions apart. */
 const WHITE_SPACE = /[ \t\n\v\f\r]/;
@@ -36,7 +36,6 @@ interface PendingDecision {
 }
 
 export class RedisDecisions {
-  private readonly scripts: ScriptCommands;
   /** Decisions per script run (perRunOf). */
   private readonly perRun: number;
   /** Decisions asked for in this turn of the event loop. */
@@ -48,7 +47,6 @@ export class RedisDecisions {
     private readonly prefix: string,
     batchDecisions: boolean,
   ) {
-    this.scripts = client as unknown as ScriptCommands;
     this.perRun = perRunOf(client, batchDecisions);
   }
 
@@ -62,7 +60,7 @@ export class RedisDecisions {
     const keys: string[] = [];
     const args: Array<string | number> = [nowMs];
     this.pushChecks(checks, keys, args);
-    const r = await this.scripts.sluiceInspect(keys.length, ...keys, ...args);
+    const r = await this.client.sluiceInspect(keys.length, ...keys, ...args);
     const out: LimitState[] = [];
     for (let i = 0; i < checks.length; i++) {
       out.push({ used: Number(r[i * 3]), retryAfterMs: Number(r[i * 3 + 1]), resetMs: Number(r[i * 3 + 2]) });
@@ -125,7 +123,7 @@ export class RedisDecisions {
     args.push(packed);
     let sent: Promise<ScriptResult>;
     try {
-      sent = this.scripts.sluiceConsume(keys.length, ...keys, ...args);
+      sent = this.client.sluiceConsume(keys.length, ...keys, ...args);
     } catch (err) {
       sent = Promise.reject(err);
     }

@@ -6,10 +6,8 @@
  */
 import type { KeyRecord } from '../types.js';
 import type { RedisConnection } from './connection.js';
-import type { ScriptCommands } from './scripts.js';
 
 export class KeyRegistry {
-  private readonly scripts: ScriptCommands;
   /** Prefix of every registry key. */
   private readonly at: string;
 
@@ -19,12 +17,11 @@ export class KeyRegistry {
     /** The channel creations and deletions are announced on. */
     private readonly channel: string,
   ) {
-    this.scripts = client as unknown as ScriptCommands;
     this.at = `${prefix}{keys}:`;
   }
 
   async create(rec: KeyRecord): Promise<boolean> {
-    const r = await this.scripts.sluiceCreateKey(
+    const r = await this.client.sluiceCreateKey(
       3,
       `${this.at}h:${rec.hash}`,
       `${this.at}id:${rec.id}`,
@@ -45,7 +42,7 @@ export class KeyRegistry {
   }
 
   async delete(id: string): Promise<KeyRecord | null> {
-    const flat = await this.scripts.sluiceDeleteKey(1, `${this.at}id:${id}`, this.at, this.channel);
+    const flat = await this.client.sluiceDeleteKey(1, `${this.at}id:${id}`, this.at, this.channel);
     if (!flat) return null;
     const h: Record<string, string> = {};
     for (let i = 0; i + 1 < flat.length; i += 2) h[flat[i]!] = flat[i + 1]!;

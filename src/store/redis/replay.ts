@@ -7,13 +7,12 @@
 import { limitKey } from '../limit-key.js';
 import type { OutageAdmission, ReplayOutcome } from '../types.js';
 import type { RedisConnection } from './connection.js';
-import { REPLAYED_SUFFIX, type ScriptCommands } from './scripts.js';
+import { REPLAYED_SUFFIX } from './scripts.js';
 import { perRunOf, pushTriple, sameShape, validMember } from './decisions.js';
 
 const OUTCOMES: Readonly<Record<string, ReplayOutcome>> = { '1': 'replayed', '2': 'already_counted', '3': 'expired', '4': 'unknown', '-1': 'failed' };
 
 export class RedisReplay {
-  private readonly scripts: ScriptCommands;
   private readonly perRun: number;
 
   constructor(
@@ -22,7 +21,6 @@ export class RedisReplay {
     private readonly prefix: string,
     batchDecisions: boolean,
   ) {
-    this.scripts = client as unknown as ScriptCommands;
     this.perRun = perRunOf(client, batchDecisions);
   }
 
@@ -71,7 +69,7 @@ export class RedisReplay {
     args.push(packed);
     let r: unknown;
     try {
-      r = await this.scripts.sluiceReplay(keys.length, ...keys, ...args);
+      r = await this.client.sluiceReplay(keys.length, ...keys, ...args);
     } catch {
       return; // not answered (or a fault of Redis itself): every admission of the run is tried again later
     }

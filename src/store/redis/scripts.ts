@@ -4,7 +4,7 @@
  * ioredis after a script flush). The build copies lua/ beside the compiled module (scripts/copy-lua.ts).
  */
 import { readFileSync } from 'node:fs';
-import type { RedisOptions } from 'ioredis';
+import type { RedisOptions, Result } from 'ioredis';
 import { DAY_KEY_GRACE_MS } from '../types.js';
 
 /**
@@ -33,11 +33,16 @@ export const SCRIPTS: NonNullable<RedisOptions['scripts']> = {
 
 export type ScriptResult = Array<number | string>;
 
-/** The scripts, as the commands ioredis defines on a connection made with SCRIPTS. */
-export interface ScriptCommands {
-  sluiceConsume(numKeys: number, ...args: Array<string | number>): Promise<ScriptResult>;
-  sluiceInspect(numKeys: number, ...args: Array<string | number>): Promise<ScriptResult>;
-  sluiceReplay(numKeys: number, ...args: Array<string | number>): Promise<ScriptResult>;
-  sluiceCreateKey(numKeys: number, ...args: Array<string | number>): Promise<number>;
-  sluiceDeleteKey(numKeys: number, ...args: Array<string | number>): Promise<string[] | null>;
+/**
+ * The scripts, as the commands ioredis defines on a connection made with SCRIPTS, declared the
+ * way ioredis's README asks (its RedisCommander augmented), for Redis and Cluster alike.
+ */
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    sluiceConsume(numKeys: number, ...args: Array<string | number>): Result<ScriptResult, Context>;
+    sluiceInspect(numKeys: number, ...args: Array<string | number>): Result<ScriptResult, Context>;
+    sluiceReplay(numKeys: number, ...args: Array<string | number>): Result<ScriptResult, Context>;
+    sluiceCreateKey(numKeys: number, ...args: Array<string | number>): Result<number, Context>;
+    sluiceDeleteKey(numKeys: number, ...args: Array<string | number>): Result<string[] | null, Context>;
+  }
 }
