@@ -10,6 +10,7 @@ import { boundLogged, createAccessLog, wantsAccessLine, type AccessRecord } from
 import { REGISTRY_SOURCE, type Authenticator } from './auth/authenticator.js';
 import { headerReason, presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
+import { isLookupRefusal } from './auth/lookup-guard.js';
 import type { BodyBudget, BodyLease } from './http/body-budget.js';
 import { declaredLength, dropRest, hasBody, readBody } from './http/body.js';
 import { addressBucket } from './http/address-bucket.js';
@@ -299,8 +300,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       // A key the replica does not know, refused without a lookup (src/auth/lookup-guard.ts): the
       // client address spent its failures (401), or the replica is at its ceiling or its queue of
       // waiters is full (503: the key may be a valid new one). A counter says which.
-      const guarded = auth.reason === 'address_budget' || auth.reason === 'lookup_ceiling' || auth.reason === 'lookup_queue_full';
-      if (guarded) metrics.keyLookupsRefused.inc({ reason: auth.reason });
+      if (isLookupRefusal(auth.reason)) metrics.keyLookupsRefused.inc({ reason: auth.reason });
       // Why, and whose key when a key source holds it, for the access line only: the client gets
       // the contract's one 401 (src/auth/reasons.ts).
       t.reason = auth.reason === 'no_key' || auth.reason === 'empty_key' ? headerReason(req.headers, route, req.rawHeaders, auth.reason) : auth.reason;
@@ -312,7 +312,8 @@ export function createGateway(d: GatewayDeps): Gateway {
       if (auth.remembered) await atTurnEnd();
       if (res.destroyed) return;
       if (auth.reason === 'lookup_ceiling' || auth.reason === 'lookup_queue_full') {
-        return refuse(res, t, Refusals.LOOKUP_CEILING, { params: { retryAfter: auth.retryAfterSeconds } });
+        const refusal = auth.reason === 'lookup_ceiling' ? Refusals.LOOKUP_CEILING : Refusals.LOOKUP_QUEUE_FULL;
+        return refuse(res, t, refusal, { params: { retryAfter: auth.retryAfterSeconds } });
       }
       return refuse(res, t, Refusals.UNAUTHORIZED);
     }

@@ -125,6 +125,8 @@ export const Refusals = Object.freeze({
   STORE_UNAVAILABLE: refusal({ outcome: 'store_unavailable', status: 503, body: STORE_UNAVAILABLE_BODY, headers: () => RETRY_SOON }),
   /** Unknown keys at the replica's lookup ceiling: the key may be a valid new one. Retry-After says when there is room. */
   LOOKUP_CEILING: refusal({ outcome: 'store_unavailable', status: 503, body: STORE_UNAVAILABLE_BODY, headers: retryAfter }),
+  /** Unknown keys while auth.unknownKeyLookupBurst requests already wait for their addresses' lookups: the same 503. */
+  LOOKUP_QUEUE_FULL: refusal({ outcome: 'store_unavailable', status: 503, body: STORE_UNAVAILABLE_BODY, headers: retryAfter }),
   /** The relay's database could not be asked and the key was not seen recently: the client gets the store's 503, operators see which. */
   RELAY_DB_UNAVAILABLE: refusal({ outcome: 'relay_db_unavailable', status: 503, body: STORE_UNAVAILABLE_BODY, headers: () => RETRY_SOON }),
   /** The relay could not be reached, failed before answering, or switched protocols unasked. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../runtime/clock.js';
+import { ManualClock } from '../../test/support/clock.js';
 import type { KeyChange } from '../store/types.js';
 import { Authenticator, type AuthenticatorOptions, type AuthResult, type KeyIdentity, type KeySource, type SourceRefusal } from './authenticator.js';
 import { hashKey, lookupKey } from './keys.js';

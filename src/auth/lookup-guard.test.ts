@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULTS, type AuthConfig } from '../config/index.js';
-import { ManualClock } from '../runtime/clock.js';
+import { ManualClock } from '../../test/support/clock.js';
 import { LookupGuard, type LookupAdmission } from './lookup-guard.js';
 import { nextTurn } from '../../test/support/time.js';
 

@@ -38,6 +38,19 @@ export type LookupAdmission =
   /** `auth.unknownKeyLookupBurst` requests already wait for their addresses' lookups. */
   | { admitted: false; reason: 'lookup_queue_full'; retryAfterSeconds: number };
 
+/** Why a lookup was refused outright (not `address_pending`, which waits). */
+export type LookupRefusal = Exclude<Extract<LookupAdmission, { admitted: false }>['reason'], 'address_pending'>;
+
+/** Every refusal, typed as a record so that tsc fails when a new reason is left out. */
+const REFUSALS: Readonly<Record<LookupRefusal, true>> = { address_budget: true, lookup_ceiling: true, lookup_queue_full: true };
+
+/** Every refusal, as `sluice_key_lookups_refused_total` labels them. */
+export const LOOKUP_REFUSALS = Object.keys(REFUSALS) as readonly LookupRefusal[];
+
+export function isLookupRefusal(reason: string): reason is LookupRefusal {
+  return Object.hasOwn(REFUSALS, reason);
+}
+
 /** A budget refilled evenly: `tokens` at `at`, at most `capacity`. */
 interface Bucket {
   tokens: number;

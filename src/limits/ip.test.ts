@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../runtime/clock.js';
+import { ManualClock } from '../../test/support/clock.js';
 import type { IpLimitRule } from '../config/index.js';
 import { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';

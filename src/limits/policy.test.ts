@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../runtime/clock.js';
+import { ManualClock } from '../../test/support/clock.js';
 import { buildConfig } from '../config/index.js';
 import { buildPolicy } from './policy.js';
 import { MemoryStore } from '../store/memory.js';

@@ -9,6 +9,7 @@
  * prom-client children (`labels()`) once, here, where they are created.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { LOOKUP_REFUSALS } from '../auth/lookup-guard.js';
 import { OUTCOMES, type Outcome } from '../answers/outcome.js';
 import { DEFAULTS } from '../config/index.js';
 import { FREE_TIER_LIMIT, ipRuleLimit } from '../limits/names.js';
@@ -38,7 +39,6 @@ export function relayBuckets(headersTimeoutSeconds: number): number[] {
 /** The operations of the store and the relay's database that are timed (their `op` label). */
 const STORE_OPS = ['consume', 'find_key'] as const;
 const RELAY_DB_OPS = ['lookup', 'schema'] as const;
-const KEY_LOOKUP_REFUSALS = ['address_budget', 'lookup_ceiling', 'lookup_queue_full'] as const;
 /** The free tier refuses by its rolling window or its day; a per-IP rule by its window. */
 const FREE_TIER_REASONS = ['window', 'day'] as const;
 const IP_RULE_REASONS = ['window'] as const;
@@ -222,7 +222,7 @@ export class Metrics {
       this.relaySeconds.zero({ family });
       this.relayChildren.set(family, this.relaySeconds.labels({ family }));
     }
-    for (const reason of KEY_LOOKUP_REFUSALS) this.keyLookupsRefused.inc({ reason }, 0);
+    for (const reason of LOOKUP_REFUSALS) this.keyLookupsRefused.inc({ reason }, 0);
     for (const bound of BUSY_BOUNDS) this.bodyBudgetRefusals.inc({ bound }, 0);
     for (const result of ['success', 'failure']) this.configReloads.inc({ result }, 0);
     this.limits(opts.ipRules ?? []);

@@ -8,17 +8,3 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => Date.now() };
-
-/** A clock tests can move. */
-export class ManualClock implements Clock {
-  constructor(private ms: number = Date.UTC(2026, 0, 1)) {}
-  now(): number {
-    return this.ms;
-  }
-  set(ms: number): void {
-    this.ms = ms;
-  }
-  advance(ms: number): void {
-    this.ms += ms;
-  }
-}

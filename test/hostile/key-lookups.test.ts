@@ -8,7 +8,7 @@
 import http from 'node:http';
 import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/runtime/clock.js';
+import { ManualClock } from '../support/clock.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { expectContract401, metricReader } from '../support/helpers.js';
 import { chat, json, request, type RawResponse } from '../support/http.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ManualClock } from '../../src/runtime/clock.js';
+import { ManualClock } from '../support/clock.js';
 import { DEFAULTS } from '../../src/config/index.js';
 import { FreeTierLimiter } from '../../src/limits/free-tier.js';
 import { IpLimiter } from '../../src/limits/ip.js';

@@ -5,7 +5,8 @@
 import { afterAll, afterEach, beforeAll, inject } from 'vitest';
 import pino from 'pino';
 import { createSluice, createStore, type Sluice, type SluiceOptions } from '../../src/app.js';
-import { ManualClock, systemClock, type Clock } from '../../src/runtime/clock.js';
+import { systemClock, type Clock } from '../../src/runtime/clock.js';
+import { ManualClock } from './clock.js';
 import { buildConfig, type Config } from '../../src/config/index.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { RedisStore } from '../../src/store/redis/index.js';
