@@ -12,7 +12,7 @@ import { headerReason, presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
 import { isLookupRefusal } from './auth/lookup-guard.js';
 import type { BodyBudget, BodyLease } from './http/body-budget.js';
-import { declaredLength, dropRest, hasBody, readBody } from './http/body.js';
+import { announcesBytes, declaredLength, dropRest, hasBody, readBody } from './http/body.js';
 import { addressBucket } from './http/address-bucket.js';
 import { resolveClientIp } from './http/client-ip.js';
 import { FREE_TIER_LIMIT, ipRuleLimit } from './limits/names.js';
@@ -99,9 +99,7 @@ const CORS_NORMAL: Readonly<Record<string, string>> = Object.freeze({
  * call that needs a key (the relay answers it by its route: 204 with an Origin, else 404).
  */
 function isPreflight(req: IncomingMessage): boolean {
-  if (req.method !== 'OPTIONS' || !req.headers.origin || !req.headers['access-control-request-method']) return false;
-  const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
+  return req.method === 'OPTIONS' && !!req.headers.origin && !!req.headers['access-control-request-method'] && !announcesBytes(req);
 }
 
 /**

@@ -9,6 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { formatMessage } from './errors.js';
+import { announcesBytes } from '../http/body.js';
 
 export type Fields = Readonly<Record<string, string>>;
 
@@ -194,9 +195,7 @@ export type RefusalArgs<P> = unknown extends P ? [opts?: SendOptions] : [opts: S
  */
 function bodyUnread(res: ServerResponse): boolean {
   const req = res.req as IncomingMessage | undefined;
-  if (req === undefined || req.complete) return false;
-  const length = req.headers['content-length'];
-  return length !== undefined ? length !== '0' : req.headers['transfer-encoding'] !== undefined;
+  return req !== undefined && !req.complete && announcesBytes(req);
 }
 
 /** Writes a refusal; a response already begun (or gone) is destroyed instead. */

@@ -2,7 +2,7 @@
  * The config file's bytes, read only as a regular file of at most MAX_CONFIG_FILE_BYTES. Whatever
  * stands at the path (a ConfigMap's `..data` symlink can be made to point anywhere) is opened
  * without blocking and judged by what the open descriptor is: opening a FIFO for reading waits for
- * a writer (the whole process froze in `readFileSync`), a device never ends, and a 30 MB file took
+ * a writer (the whole process froze in `readFileSync`), a device never ends, and a large file takes
  * the event loop for seconds. Start-up reads synchronously (nothing is served yet), reloads
  * through the thread pool; both refuse the same files with the same messages.
  */

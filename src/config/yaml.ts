@@ -1,9 +1,9 @@
 /**
  * The config file's text parsed (YAML; JSON is YAML). At start-up on the event loop, since nothing
  * is served yet; on a reload in a worker thread, bounded in time and memory. The `yaml` library
- * takes far longer than the 1 MiB read bound suggests: 1 MiB of flow collections took 11 s and more
- * than 128 MB of heap, 1 MiB of keys in one mapping 12 s (measured on a loaded two-core machine),
- * all of which, on the event loop, every request would wait out, and the heap could not hold.
+ * takes far longer than the 1 MiB read bound suggests: 1 MiB of flow collections or of keys in one
+ * mapping took seconds and more heap than PARSE_HEAP_MB, all of which, on the event loop, every
+ * request would wait out, and the heap could not hold.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';

@@ -1,6 +1,6 @@
 /**
- * The keep-alive agent toward the relay: http-proxy sends `connection: close` without one (field
- * notes, http-proxy defect 3). The benchmark's bare-proxy baseline (bench/servers/bare.ts) uses
+ * The keep-alive agent toward the relay: without one, http-proxy sets `connection: close` on every
+ * request it forwards (`setupOutgoing` in its lib/http-proxy/common.js). The benchmark's bare-proxy baseline (bench/servers/bare.ts) uses
  * this same agent, so the two differ only by what sluice adds.
  */
 import http from 'node:http';

@@ -1,6 +1,6 @@
 /**
  * Forwarding to the relay with http-proxy. This module owns the http-proxy defects a sidecar must
- * handle (field notes): keep-alive agent (agent.ts), re-sent bodies, error listener, aborts in both directions,
+ * handle: keep-alive agent (agent.ts), re-sent bodies, error listener, aborts in both directions,
  * hop-by-hop stripping, and SSE passing through unbuffered and uncompressed. It also bounds the
  * wait for the relay's response headers (`upstream.headersTimeoutSeconds`, 504) and tells a
  * process out of descriptors (503 out_of_sockets) from a relay that cannot be reached (502).
@@ -120,9 +120,8 @@ const JOB = Symbol('sluice.forwardJob');
 /**
  * One forwarded exchange. The event handlers below are shared module-level functions that find
  * their exchange through a symbol on the emitter (the client request, the client response, the
- * relay's response). Measured against an Exchange class with per-request closures and a WeakMap
- * (356a8b2): that form kept dead requests alive through young-generation collections, scavenges
- * took three times as long and the paid path lost a third of its throughput (docs/performance.md).
+ * relay's response). An Exchange class with per-request closures and a WeakMap kept dead requests
+ * alive through young-generation collections, and cost throughput (docs/performance.md, bd4fc51).
  */
 class JobState {
   proxyReq: ClientRequest | null = null;

@@ -139,6 +139,12 @@ export function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;
 }
 
+/** Whether the request's framing announces body bytes: a length other than 0, or chunked. */
+export function announcesBytes(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return length !== undefined ? length !== '0' : req.headers['transfer-encoding'] !== undefined;
+}
+
 /** The declared body length, or -1 when none is declared (chunked). */
 export function declaredLength(req: IncomingMessage): number {
   const declared = req.headers['content-length'];

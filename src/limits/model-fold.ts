@@ -33,8 +33,8 @@ const PLAIN = /^[\x20-\x7e]*$/;
 /**
  * Ids longer than this (UTF-16 units) that are not plain ASCII are counted as free without being
  * folded. The relay's `abilities.model` is a varchar(255), so a longer id can only match a free
- * one through padding (ignored characters, trailing spaces); and folding non-ASCII text costs
- * up to a microsecond a character, which a request must not be able to buy in bulk.
+ * one through padding (ignored characters, trailing spaces); and folding non-ASCII text is slow
+ * per character, which a request must not be able to buy in bulk.
  */
 export const MAX_FOLDED_LENGTH = 512;
 

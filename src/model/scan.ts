@@ -74,7 +74,8 @@ class ScanBound extends Error {}
 /**
  * The scan's bounds. Reading the model walks the top level at once when the body has arrived, and
  * decodes each `model` value whole: an 8 MiB body of `"\u006dodel":"x",` members (20 KB
- * gzipped) held the event loop 0.34-0.42 s, an 8 MiB escaped model 0.22 s (an attacker's probe).
+ * gzipped) held the event loop for a third of a second, an 8 MiB escaped model as long (an
+ * attacker's probe).
  * No request of any of the relay's protocols has more than a few dozen top-level fields, or a
  * model id of more than a few hundred bytes; past these the body gets 400, and nothing is
  * forwarded. Constants, not settings: no client needs more.

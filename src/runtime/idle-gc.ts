@@ -5,8 +5,8 @@
  * process. Without it, what a burst took stays in use while the process idles. So this runs a full
  * collection when the process has served enough requests, then gone quiet with nothing in flight,
  * and holds a heap worth giving back (MIN_HEAP_BYTES). A collection after traffic does not leave the
- * process slow for good, but the first seconds of traffic after it cost 10-15 % more CPU per
- * request: an ordinary working set (tens of MB) is kept warm for the next traffic, and only what a
+ * process slow for good, but the first seconds of traffic after it cost more CPU per request: an
+ * ordinary working set (tens of MB) is kept warm for the next traffic, and only what a
  * burst took (thousands of streams: hundreds of MB) is given back. docs/performance.md has the
  * measurements.
  */
