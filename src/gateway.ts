@@ -351,9 +351,9 @@ export function createGateway(d: GatewayDeps): Gateway {
     // line; the free tier counts nothing for it and nothing is forwarded.
     if (res.destroyed) return;
     if (!m.ok) {
-      // A 413 here is a compressed body that decodes past maxDecodedBodyBytes (the raw size was judged above).
-      if (m.status === 413) return refuse(res, t, Refusals.DECODED_BODY_TOO_LARGE, { params: { limit: maxDecoded } });
-      return refuse(res, t, m.status === 415 ? Refusals.UNSUPPORTED_ENCODING : Refusals.BAD_REQUEST, { params: { reason: m.reason } });
+      // Too large here is a compressed body that decodes past maxDecodedBodyBytes (the raw size was judged above).
+      if (m.problem === 'too_large') return refuse(res, t, Refusals.DECODED_BODY_TOO_LARGE, { params: { limit: maxDecoded } });
+      return refuse(res, t, m.problem === 'unsupported_encoding' ? Refusals.UNSUPPORTED_ENCODING : Refusals.BAD_REQUEST, { params: { reason: m.reason } });
     }
     // 5. Free tier: one store round trip, only for free models. The model is compared whole; the
     // trace keeps only what the access line logs of it (a model longer than any real one is never free).

@@ -13,13 +13,14 @@
  * a model, a repeated or case-folded `model` field, a multipart body sluice cannot follow Go
  * through.
  */
+import type { BodyProblem } from './decode.js';
 import { matchesFolded, parseQuery, structField } from './form.js';
 import { parseMediaType } from './media-type.js';
 import { multipartFields } from './multipart.js';
 import type { StructureHints } from './prepass.js';
 import { scanModel } from './scan.js';
 
-export type ModelResult = { ok: true; model: string | null } | { ok: false; status: 400 | 413 | 415; reason: string };
+export type ModelResult = { ok: true; model: string | null } | { ok: false; problem: BodyProblem; reason: string };
 
 const NONE: ModelResult = { ok: true, model: null };
 
@@ -28,7 +29,7 @@ export const FORM_TYPE = 'application/x-www-form-urlencoded';
 export const MULTIPART_TYPE = 'multipart/form-data';
 
 function refuse(reason: string): ModelResult {
-  return { ok: false, status: 400, reason };
+  return { ok: false, problem: 'invalid', reason };
 }
 
 /** What a Content-Type makes the relay's body reader do (common/gin.go), compared as the relay compares it. */

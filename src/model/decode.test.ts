@@ -8,13 +8,13 @@ const JSON_BODY = Buffer.from(JSON.stringify({ model: 'vend-flash-free', message
 const MB = 1024 * 1024;
 
 function decodedBody(result: Decoded): Buffer {
-  if (!result.ok) throw new Error(`expected success, got ${result.status} ${result.reason}`);
+  if (!result.ok) throw new Error(`expected success, got ${result.problem}: ${result.reason}`);
   return result.body;
 }
 
-function failure(result: Decoded): { status: number; reason: string } {
+function failure(result: Decoded): { problem: string; reason: string } {
   if (result.ok) throw new Error('expected a failure');
-  return { status: result.status, reason: result.reason };
+  return { problem: result.problem, reason: result.reason };
 }
 
 describe('decodeBody: identity', () => {
@@ -61,7 +61,7 @@ describe('decodeBody: stacked codings', () => {
 
   it('refuses a stack listed in the wrong order', async () => {
     const body = brotliCompressSync(gzipSync(JSON_BODY));
-    expect(failure(await decodeBody(body, 'br, gzip', MB)).status).toBe(400);
+    expect(failure(await decodeBody(body, 'br, gzip', MB)).problem).toBe('invalid');
   });
 
   it('undoes only the declared layers', async () => {
@@ -87,29 +87,29 @@ describe('decodeBody: size limit', () => {
     ['deflate', deflateBomb],
   ])('refuses 64 MB of zeros behind %s with a 1 MB limit', async (encoding, bomb) => {
     const result = failure(await decodeBody(bomb, encoding, MB));
-    expect(result.status).toBe(413);
+    expect(result.problem).toBe('too_large');
     expect(result.reason).toMatch(/decoded body exceeds/);
   });
 
   it('refuses a bomb inside a stack', async () => {
-    expect(failure(await decodeBody(brotliCompressSync(gzipBomb), 'gzip, br', MB)).status).toBe(413);
+    expect(failure(await decodeBody(brotliCompressSync(gzipBomb), 'gzip, br', MB)).problem).toBe('too_large');
   });
 
   it('refuses a stack whose inner layer is within the limit but whose outer one is not', async () => {
     const body = gzipSync(gzipSync(Buffer.alloc(2 * MB)));
-    expect(failure(await decodeBody(body, 'gzip, gzip', MB)).status).toBe(413);
+    expect(failure(await decodeBody(body, 'gzip, gzip', MB)).problem).toBe('too_large');
     expect(decodedBody(await decodeBody(body, 'gzip, gzip', 2 * MB)).length).toBe(2 * MB);
   });
 
   it('allows a decoded body of exactly maxBytes, not one more', async () => {
     const compressed = gzipSync(JSON_BODY);
     expect(decodedBody(await decodeBody(compressed, 'gzip', JSON_BODY.length))).toEqual(JSON_BODY);
-    expect(failure(await decodeBody(compressed, 'gzip', JSON_BODY.length - 1)).status).toBe(413);
-    expect(failure(await decodeBody(brotliCompressSync(JSON_BODY), 'br', JSON_BODY.length - 1)).status).toBe(413);
+    expect(failure(await decodeBody(compressed, 'gzip', JSON_BODY.length - 1)).problem).toBe('too_large');
+    expect(failure(await decodeBody(brotliCompressSync(JSON_BODY), 'br', JSON_BODY.length - 1)).problem).toBe('too_large');
   });
 
   it('handles a limit of zero without throwing', async () => {
-    expect(failure(await decodeBody(gzipSync(JSON_BODY), 'gzip', 0)).status).toBe(413);
+    expect(failure(await decodeBody(gzipSync(JSON_BODY), 'gzip', 0)).problem).toBe('too_large');
     expect(decodedBody(await decodeBody(gzipSync(Buffer.alloc(0)), 'gzip', 0)).length).toBe(0);
   });
 });
@@ -117,7 +117,7 @@ describe('decodeBody: size limit', () => {
 describe('decodeBody: corrupt data', () => {
   it.each(['gzip', 'x-gzip', 'deflate', 'br'])('refuses garbage declared as %s', async (encoding) => {
     const result = failure(await decodeBody(Buffer.from('{"model":"not compressed at all"}'), encoding, MB));
-    expect(result.status).toBe(400);
+    expect(result.problem).toBe('invalid');
     expect(result.reason).toContain(encoding);
   });
 
@@ -126,30 +126,30 @@ describe('decodeBody: corrupt data', () => {
     ['deflate', deflateSync(JSON_BODY)],
     ['br', brotliCompressSync(JSON_BODY)],
   ])('refuses truncated %s', async (encoding, compressed) => {
-    expect(failure(await decodeBody(compressed.subarray(0, compressed.length >> 1), encoding, MB)).status).toBe(400);
+    expect(failure(await decodeBody(compressed.subarray(0, compressed.length >> 1), encoding, MB)).problem).toBe('invalid');
   });
 
   it('refuses an empty body declared as gzip', async () => {
-    expect(failure(await decodeBody(Buffer.alloc(0), 'gzip', MB)).status).toBe(400);
+    expect(failure(await decodeBody(Buffer.alloc(0), 'gzip', MB)).problem).toBe('invalid');
   });
 
   it('refuses gzip with a corrupted checksum', async () => {
     const compressed = Buffer.from(gzipSync(JSON_BODY));
     compressed[compressed.length - 5]! ^= 0xff;
-    expect(failure(await decodeBody(compressed, 'gzip', MB)).status).toBe(400);
+    expect(failure(await decodeBody(compressed, 'gzip', MB)).problem).toBe('invalid');
   });
 });
 
 describe('decodeBody: unsupported codings', () => {
-  it.each(['zstd', 'compress', 'x-compress', 'snappy', 'gzip;q=1', 'pack200-gzip', '*'])('refuses %j with 415', async (encoding) => {
+  it.each(['zstd', 'compress', 'x-compress', 'snappy', 'gzip;q=1', 'pack200-gzip', '*'])('refuses %j (unsupported_encoding, a 415)', async (encoding) => {
     const result = failure(await decodeBody(JSON_BODY, encoding, MB));
-    expect(result.status).toBe(415);
+    expect(result.problem).toBe('unsupported_encoding');
     expect(result.reason).toContain(encoding.toLowerCase());
   });
 
   it('names the unsupported coding in a stack, before decoding anything', async () => {
     const result = failure(await decodeBody(Buffer.from('not gzip'), 'gzip, zstd', MB));
-    expect(result).toEqual({ status: 415, reason: expect.stringContaining('"zstd"') as string });
+    expect(result).toEqual({ problem: 'unsupported_encoding', reason: expect.stringContaining('"zstd"') as string });
     expect(failure(await decodeBody(Buffer.from('not gzip'), 'ZSTD, gzip', MB)).reason).toContain('"zstd"');
   });
 });
@@ -172,15 +172,15 @@ describe('decodeBody: the bodies budget', () => {
     const lease = budget.lease('client');
     const bomb = gzipSync(Buffer.alloc(64 * MB), { level: 9 });
     const r = await decodeBody(bomb, 'gzip', 32 * MB, lease);
-    expect(r).toMatchObject({ ok: false, status: 503 });
+    expect(r).toMatchObject({ ok: false, problem: 'busy' });
     expect(budget.used).toBe(0);
   });
 
   it('gives everything back when the size limit or bad data ends the decoding', async () => {
     const budget = new BodyBudget(64 * MB);
     const lease = budget.lease('client');
-    expect(await decodeBody(gzipSync(Buffer.alloc(4 * MB)), 'gzip', MB, lease)).toMatchObject({ ok: false, status: 413 });
-    expect(await decodeBody(Buffer.from('not gzip at all'), 'gzip', MB, lease)).toMatchObject({ ok: false, status: 400 });
+    expect(await decodeBody(gzipSync(Buffer.alloc(4 * MB)), 'gzip', MB, lease)).toMatchObject({ ok: false, problem: 'too_large' });
+    expect(await decodeBody(Buffer.from('not gzip at all'), 'gzip', MB, lease)).toMatchObject({ ok: false, problem: 'invalid' });
     expect(budget.used).toBe(0);
   });
 
@@ -193,7 +193,7 @@ describe('decodeBody: the bodies budget', () => {
       expect(ws).toBeGreaterThan(2 ** 10);
       // Not enough room for that window: refused before decoding anything.
       const tight = new BodyBudget(ws - 1).lease('client');
-      expect(await decodeBody(compressed, 'br', 8 * MB, tight)).toMatchObject({ ok: false, status: 503 });
+      expect(await decodeBody(compressed, 'br', 8 * MB, tight)).toMatchObject({ ok: false, problem: 'busy' });
     }
     const big = brotliCompressSync(Buffer.alloc(32 * MB), { params: { [constants.BROTLI_PARAM_LGWIN]: 24, [constants.BROTLI_PARAM_QUALITY]: 4 } });
     expect(brotliWorkingSet(big)).toBeGreaterThanOrEqual(16 * MB);

@@ -5,8 +5,14 @@
  */
 import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw, type BrotliDecompress, type Gunzip, type Inflate, type InflateRaw } from 'node:zlib';
 
-/** `held`: bytes taken from the budget for `body`, to be given back once it has been read. */
-export type Decoded = { ok: true; body: Buffer; held: number } | { ok: false; status: 413 | 415 | 400 | 503; reason: string };
+/**
+ * `held`: bytes taken from the budget for `body`, to be given back once it has been read. A
+ * failure says what went wrong; the gateway's refusal table decides what the client is answered.
+ */
+export type Decoded = { ok: true; body: Buffer; held: number } | { ok: false; problem: BodyProblem | 'busy'; reason: string };
+
+/** Why a body cannot be read for its model: not valid, decoded past its bound, or in a content-encoding sluice cannot decode. */
+export type BodyProblem = 'invalid' | 'too_large' | 'unsupported_encoding';
 
 /** Where decoded bytes are counted (a request's BodyLease, src/http/body-budget.ts). */
 export interface DecodeBudget {
@@ -79,7 +85,7 @@ export function needsDecoding(contentEncoding: string | undefined): boolean {
 function codingsToUndo(contentEncoding: string | undefined): string[] | Decoded {
   const codings = listedCodings(contentEncoding ?? '');
   for (const coding of codings) {
-    if (!DECODERS.has(coding)) return { ok: false, status: 415, reason: `unsupported content-encoding "${coding}"` };
+    if (!DECODERS.has(coding)) return { ok: false, problem: 'unsupported_encoding', reason: `unsupported content-encoding "${coding}"` };
   }
   // Codings are listed in the order they were applied, so they are undone last to first.
   return codings.reverse();
@@ -87,10 +93,10 @@ function codingsToUndo(contentEncoding: string | undefined): string[] | Decoded 
 
 function failed(coding: string, err: unknown): Decoded {
   const detail = err instanceof Error ? `: ${err.message}` : '';
-  return { ok: false, status: 400, reason: `body is not valid ${coding} data${detail}` };
+  return { ok: false, problem: 'invalid', reason: `body is not valid ${coding} data${detail}` };
 }
 
-const BUSY: Decoded = { ok: false, status: 503, reason: 'the request bodies in flight are at their memory budget' };
+const BUSY: Decoded = { ok: false, problem: 'busy', reason: 'the request bodies in flight are at their memory budget' };
 
 /**
  * Undoes one coding of `input`, at most `maxBytes` of output, each output chunk taken from
@@ -151,7 +157,7 @@ export async function decodeBody(body: Buffer, contentEncoding: string | undefin
 }
 
 function tooLarge(maxBytes: number): Decoded {
-  return { ok: false, status: 413, reason: `decoded body exceeds ${maxBytes} bytes` };
+  return { ok: false, problem: 'too_large', reason: `decoded body exceeds ${maxBytes} bytes` };
 }
 
 function hasZlibHeader(input: Buffer): boolean {

@@ -29,7 +29,7 @@ describe('requestedModel: form bodies (the relay reads them too)', () => {
 
   it('refuses a multipart type the relay does not recognise because of its letter case (it reads no model from it)', async () => {
     const body = multipart('b1', '\r\n', [{ name: 'model', value: 'vend-flash-free' }]);
-    expect(await modelOf('Multipart/Form-Data; boundary=b1', body)).toMatchObject({ ok: false, status: 400 });
+    expect(await modelOf('Multipart/Form-Data; boundary=b1', body)).toMatchObject({ ok: false, problem: 'invalid' });
   });
 
   it('reads LF-only multipart bodies, as Go does', async () => {
@@ -54,8 +54,8 @@ describe('requestedModel: form bodies (the relay reads them too)', () => {
       { name: 'model', value: 'first' },
       { name: 'model', value: 'second' },
     ]);
-    expect(await modelOf('multipart/form-data; boundary=b0', body)).toMatchObject({ ok: false, status: 400 });
-    expect(await modelOf('application/x-www-form-urlencoded', 'model=vend-flash-free&model=x')).toMatchObject({ ok: false, status: 400 });
+    expect(await modelOf('multipart/form-data; boundary=b0', body)).toMatchObject({ ok: false, problem: 'invalid' });
+    expect(await modelOf('application/x-www-form-urlencoded', 'model=vend-flash-free&model=x')).toMatchObject({ ok: false, problem: 'invalid' });
   });
 
   it('reads urlencoded forms', async () => {
@@ -78,7 +78,7 @@ describe('requestedModel: Content-Encoding identity is no compression', () => {
 
   it.each(['identity identity', 'identityidentity', 'x-identity'])('refuses %j as an unknown coding (415), as any other', async (encoding) => {
     const r = requestedModel('POST', '/v1/chat/completions', { 'content-type': 'application/json', 'content-encoding': encoding }, json, MB);
-    expect(await r).toMatchObject({ ok: false, status: 415 });
+    expect(await r).toMatchObject({ ok: false, problem: 'unsupported_encoding' });
   });
 
   it('still decodes a body that names a real coding beside identity', async () => {
@@ -191,7 +191,7 @@ describe('requestedModel: every route where the relay reads a model', () => {
 
   it('issue #17 reproductions: counted or refused, never uncounted', async () => {
     const form = { 'content-type': 'application/x-www-form-urlencoded' };
-    expect(await at('POST', '/v1/embeddings', form, '{"a":"&model=vend-flash-free&input=hi&","model":"gpt-4o"}')).toMatchObject({ ok: false, status: 400 });
+    expect(await at('POST', '/v1/embeddings', form, '{"a":"&model=vend-flash-free&input=hi&","model":"gpt-4o"}')).toMatchObject({ ok: false, problem: 'invalid' });
     expect(await at('POST', '/v1/embeddings', { 'content-type': 'text/plain; x=application/x-www-form-urlencoded' }, 'model=vend-flash-free&input=hi')).toEqual({
       ok: true,
       model: 'vend-flash-free',

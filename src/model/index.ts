@@ -95,8 +95,8 @@ async function decodedModel(
 ): Promise<ModelResult> {
   const decoded = await decodeBody(body, headers['content-encoding'], maxBytes, budget);
   if (!decoded.ok) {
-    if (decoded.status === 503) throw new BodyBudgetExceededError(decoded.reason);
-    return { ok: false, status: decoded.status, reason: decoded.reason };
+    if (decoded.problem === 'busy') throw new BodyBudgetExceededError(decoded.reason);
+    return { ok: false, problem: decoded.problem, reason: decoded.reason };
   }
   try {
     const hints = decoded.body.length >= PREPASS_FROM ? await prepassInTurns(decoded.body) : undefined;

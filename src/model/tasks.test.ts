@@ -35,7 +35,7 @@ describe('midjourneyModel: mj_ and the action (new-api service/midjourney.go)', 
 
   it('fetches select no model; a body it cannot read is refused', () => {
     expect(midjourneyModel('/mj/task/list-by-condition', JSON_CT, b({}))).toEqual({ ok: true, model: null });
-    expect(midjourneyModel('/mj/submit/change', JSON_CT, Buffer.from('{"action":'))).toMatchObject({ ok: false, status: 400 });
+    expect(midjourneyModel('/mj/submit/change', JSON_CT, Buffer.from('{"action":'))).toMatchObject({ ok: false, problem: 'invalid' });
   });
 });
 
@@ -53,12 +53,12 @@ describe('klingModel and jimengModel: the adapter and the distributor must agree
     expect(klingModel(JSON_CT, b({ model_name: 'kling-v1-free' }), undefined)).toEqual({ ok: true, model: 'kling-v1-free' });
     expect(klingModel(JSON_CT, b({ model: 'kling-v1' }), undefined)).toEqual({ ok: true, model: 'kling-v1' });
     expect(klingModel(JSON_CT, b({ model_name: 'kling-v1-free', model: 'kling-v1-free' }), undefined)).toEqual({ ok: true, model: 'kling-v1-free' });
-    expect(klingModel(JSON_CT, b({ model_name: 'kling-v1-free', model: 'kling-v1' }), undefined)).toMatchObject({ ok: false, status: 400 });
+    expect(klingModel(JSON_CT, b({ model_name: 'kling-v1-free', model: 'kling-v1' }), undefined)).toMatchObject({ ok: false, problem: 'invalid' });
   });
 
   it('Jimeng: req_key; a result fetch or a missing Action selects none', () => {
     expect(jimengModel(JSON_CT, b({ req_key: 'jimeng-free' }), undefined, 'Action=CVSync2AsyncSubmitTask&Version=2022-08-31')).toEqual({ ok: true, model: 'jimeng-free' });
-    expect(jimengModel(JSON_CT, b({ req_key: 'jimeng-free', model: 'other' }), undefined, 'Action=CVSync2AsyncSubmitTask')).toMatchObject({ ok: false, status: 400 });
+    expect(jimengModel(JSON_CT, b({ req_key: 'jimeng-free', model: 'other' }), undefined, 'Action=CVSync2AsyncSubmitTask')).toMatchObject({ ok: false, problem: 'invalid' });
     expect(jimengModel(JSON_CT, b({ req_key: 'jimeng-free' }), undefined, 'Action=CVSync2AsyncGetResult')).toEqual({ ok: true, model: null });
     expect(jimengModel(JSON_CT, b({ req_key: 'jimeng-free' }), undefined, '')).toEqual({ ok: true, model: null });
   });

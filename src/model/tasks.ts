@@ -125,7 +125,7 @@ export function midjourneyModel(path: string, ct: string, body: Buffer): ModelRe
   const action = mode[1];
   if (action !== 'ACTION' && action !== 'CHANGE') return { ok: true, model: mjModelName(action) };
   const read = readFields(ct, body, ['action', 'customId'], 'struct');
-  if (!read.ok) return { ok: false, status: 400, reason: read.reason };
+  if (!read.ok) return { ok: false, problem: 'invalid', reason: read.reason };
   const [bodyAction, customId] = read.values as [string, string];
   const resolved = action === 'CHANGE' ? bodyAction : plusAction(customId, bodyAction);
   return { ok: true, model: resolved === null ? null : mjModelName(resolved) };
@@ -150,7 +150,7 @@ function agree(adapter: string, ct: string, body: Buffer, hints: StructureHints 
   if (!distributor.ok) return distributor;
   const d = distributor.model;
   if (adapter !== '' && d !== null && adapter !== d) {
-    return { ok: false, status: 400, reason: `the body names two models ("${adapter}" for the task adapter, "${d}" for routing)` };
+    return { ok: false, problem: 'invalid', reason: `the body names two models ("${adapter}" for the task adapter, "${d}" for routing)` };
   }
   return { ok: true, model: d ?? (adapter || null) };
 }
