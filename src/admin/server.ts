@@ -14,7 +14,7 @@ import { AdminError, AdminErrors, StoreUnavailableError, type AdminErrorSpec } f
 import type { FreeTierLimiter } from '../limits/free-tier.js';
 import type { IpLimiter } from '../limits/ip.js';
 import type { Metrics } from '../metrics/index.js';
-import { dropRest } from '../http/body.js';
+import { declaredLength, dropRest, readBody } from '../http/body.js';
 import { ADMIN_MAX_CONNECTIONS } from '../http/connections.js';
 
 export interface Readiness {
@@ -81,42 +81,28 @@ function pathSegment(raw: string): string {
   }
 }
 
-function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > MAX_ADMIN_BODY) {
-    if (declared > MAX_DISCARD) res.setHeader('connection', 'close');
-    else dropRest(req, MAX_DISCARD);
-    return Promise.reject(tooLarge());
+/**
+ * The request's JSON body (an empty one is `{}`), at most MAX_ADMIN_BODY. Past it, 413: the rest
+ * is read and dropped up to MAX_DISCARD so that the operator reads the answer, and past that the
+ * connection closes.
+ */
+async function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+  const declared = declaredLength(req);
+  if (declared > MAX_DISCARD) res.setHeader('connection', 'close');
+  const read = await readBody(req, MAX_ADMIN_BODY);
+  if (!read.ok) {
+    if (read.reason !== 'too_large') throw new Error('the client left before its body arrived');
+    // A declared length is judged before any byte is read; a chunked body ran past the bound.
+    if (declared <= MAX_DISCARD) dropRest(req, declared === -1 ? MAX_DISCARD - MAX_ADMIN_BODY : MAX_DISCARD);
+    throw tooLarge();
   }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let refused = false;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_ADMIN_BODY && !refused) {
-        // A chunked body (no declared length) that grew past the limit.
-        refused = true;
-        chunks.length = 0;
-        req.removeAllListeners('data');
-        dropRest(req, MAX_DISCARD - size);
-        reject(tooLarge());
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => {
-      if (refused) return;
-      const text = Buffer.concat(chunks).toString('utf8');
-      if (text.trim() === '') return resolve({});
-      try {
-        resolve(JSON.parse(text));
-      } catch {
-        reject(new AdminError(AdminErrors.INVALID_JSON));
-      }
-    });
-    req.on('error', reject);
-  });
+  const text = read.body.toString('utf8');
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new AdminError(AdminErrors.INVALID_JSON);
+  }
 }
 
 /** The admin listener: its own bounds, a few connections (probes, scrapes, operators). */
@@ -298,7 +284,8 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
     const line: Record<string, unknown> = {};
     handle(req, res, line)
       .catch((err: unknown) => {
-        if (res.headersSent) return void res.destroy();
+        // Begun, or its client gone: nothing can be answered.
+        if (res.headersSent || res.destroyed) return void res.destroy();
         if (err instanceof AdminError) {
           line.code = err.code;
           return fail(res, err);
