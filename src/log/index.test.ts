@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -154,30 +155,25 @@ describe('log destination', () => {
     expect(r.msgs).toEqual(['one', 'two']);
   });
 
-  /** A destination onto a new file, with what it has handed SonicBoom so far. */
-  async function held(file = join(mkdtempSync(join(tmpdir(), 'sluice-log-')), 'out.log')): Promise<{ dest: HeldDestination; writes: string[]; file: string }> {
+  /** A destination onto a new file, with the bytes of each write SonicBoom has made so far. */
+  async function held(file = join(mkdtempSync(join(tmpdir(), 'sluice-log-')), 'out.log')): Promise<{ dest: HeldDestination; writes: number[]; file: string }> {
     const dest = logDestination(file);
-    const writes: string[] = [];
-    const write = dest.sink.write.bind(dest.sink);
-    // The sink is handed bytes (contentMode 'buffer'); recorded as text.
-    dest.sink.write = (s: string) => {
-      writes.push(String(s));
-      return write(s);
-    };
+    const writes: number[] = [];
+    dest.sink.on('write', (n: number) => writes.push(n));
     await new Promise((r) => dest.sink.once('ready', r));
     return { dest, writes, file };
   }
 
-  it(`holds lines up to ${HOLD_MS} ms and hands them on as one write, in order`, async () => {
+  it(`holds lines up to ${HOLD_MS} ms and writes them as one write, in order`, async () => {
     const { dest, writes, file } = await held();
     dest.write('a\n');
     dest.write('b\n');
     await nextTurn();
     dest.write('c\n');
-    expect(writes).toEqual([]);
+    await nextTurn();
+    expect(readFileSync(file, 'utf8')).toBe('');
     await sleep(HOLD_MS + 30);
-    expect(writes).toEqual(['a\nb\nc\n']);
-    await new Promise<void>((resolve, reject) => dest.flush((err) => (err ? reject(err) : resolve())));
+    expect(writes).toEqual([6]);
     expect(readFileSync(file, 'utf8')).toBe('a\nb\nc\n');
     dest.sink.destroy();
   });
@@ -190,15 +186,22 @@ describe('log destination', () => {
     dest.sink.destroy();
   });
 
-  it('hands lines on at once when 16 KB have gathered', async () => {
-    const { dest, writes } = await held();
-    const line = 'x'.repeat(1023) + '\n';
-    for (let i = 0; i < HOLD_BYTES / 1024 - 1; i++) dest.write(line);
-    expect(writes).toEqual([]);
-    dest.write(line);
-    expect(writes).toHaveLength(1);
-    expect(writes[0]).toHaveLength(HOLD_BYTES);
-    dest.sink.destroy();
+  it(`writes at once, without waiting for its timer, when ${HOLD_BYTES / 1024} KiB have gathered`, async () => {
+    // The hold timer cannot fire: only the gathered bytes can start the write.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const { dest, writes } = await held();
+      const line = 'x'.repeat(1023) + '\n';
+      for (let i = 0; i < HOLD_BYTES / 1024 - 1; i++) dest.write(line);
+      await nextTurn();
+      await nextTurn();
+      expect(writes).toEqual([]);
+      dest.write(line);
+      expect(await once(dest.sink, 'write')).toEqual([HOLD_BYTES]);
+      dest.sink.destroy();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('survives a write error: says so on stderr once, and every flush hears of it', async () => {

@@ -2,7 +2,6 @@
  * pino, with every place a key or credential could appear redacted. Keys are
  * never logged; a user id and a key id are enough to follow a request.
  */
-import { writeSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { KEY_HEADERS } from '../auth/credentials.js';
@@ -20,21 +19,17 @@ const REDACT_PATHS = [...KEY_HEADERS.flatMap((name) => [`req.headers["${name}"]`
 
 /**
  * Where lines go: stdout (or a file, for benchmarks), written asynchronously by SonicBoom so that a
- * slow reader never stalls a request. Lines are gathered here into one string until HOLD_BYTES
- * have built up or HOLD_MS have passed since the first, then handed to SonicBoom as one write:
- * each asynchronous write is a trip through libuv's thread pool, and SonicBoom's own `minLength`
- * gathering counts the bytes of everything it holds on every line, which costs more per line than
- * the appends here (docs/performance.md). SonicBoom does the rest: the writes, retrying a
- * failed one, `flush` calling back once all is written, and the synchronous flush pino registers
- * for exit. Any exit through Node, process.exit and an uncaught exception included, writes what is
- * held; a SIGKILL loses at most the last HOLD_MS.
+ * slow reader never stalls a request. SonicBoom gathers the lines (its `minLength`: HOLD_BYTES) and
+ * writes them as one; a timer bounds how long a line waits there (HOLD_MS), as pino's docs advise
+ * for `minLength`. SonicBoom does the rest: the writes, retrying a failed one, `flush` calling
+ * back once all is written, and the synchronous flush pino registers for exit. Any exit through
+ * Node, process.exit and an uncaught exception included, writes what is held; a SIGKILL loses at
+ * most the last HOLD_MS.
  */
 export function logDestination(dest: number | string = 1): HeldDestination {
-  // A minLength above 0 is what makes SonicBoom's `flush` wait for the write under way; any batch
-  // handed on reaches it, so it is written at once.
-  // Handed bytes, not a string: SonicBoom measures a string's UTF-8 length on every write (a
-  // copy and a scan of the whole held batch) and fs.write encodes it again; Buffer.from does both once.
-  return new HeldDestination(pino.destination({ dest, sync: false, minLength: 1, contentMode: 'buffer' }));
+  // Handed bytes, not a string: SonicBoom measures the UTF-8 length of the whole string it holds
+  // on every string write; in buffer mode it keeps each line's bytes and their lengths.
+  return new HeldDestination(pino.destination({ dest, sync: false, minLength: HOLD_BYTES, contentMode: 'buffer' }));
 }
 
 type Sink = ReturnType<typeof pino.destination>;
@@ -43,14 +38,14 @@ interface ByteSink {
   write(data: Buffer): boolean;
 }
 
-export const HOLD_BYTES = 16 * 1024;
+/** What SonicBoom gathers before it writes (it requires less than its `maxWrite`, 16 KiB). */
+export const HOLD_BYTES = 15 * 1024;
 export const HOLD_MS = 50;
 
 const held = new Set<HeldDestination>();
 let exitHooked = false;
 
 export class HeldDestination {
-  private pending = '';
   private timer: NodeJS.Timeout | null = null;
   /** stdout's reader is gone (EPIPE): pino made the sink's write a no-op, nothing more is written. */
   private closed = false;
@@ -62,7 +57,6 @@ export class HeldDestination {
     sink.on('close', () => held.delete(this));
     reportWriteErrors(sink, () => {
       this.closed = true;
-      this.pending = '';
     });
     if (!exitHooked) {
       exitHooked = true;
@@ -79,20 +73,14 @@ export class HeldDestination {
 
   write(line: string): void {
     if (this.closed) return;
-    this.pending += line;
-    if (this.pending.length >= HOLD_BYTES) this.handOn();
-    else if (this.timer === null) this.timer = setTimeout(this.handOn, HOLD_MS).unref();
+    (this.sink as unknown as ByteSink).write(Buffer.from(line));
+    if (this.timer === null) this.timer = setTimeout(this.flushHeld, HOLD_MS).unref();
   }
 
-  private readonly handOn = (): void => {
-    if (this.timer !== null) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-    if (this.pending === '') return;
-    const out = this.pending;
-    this.pending = '';
-    (this.sink as unknown as ByteSink).write(Buffer.from(out));
+  /** What SonicBoom holds below `minLength`, written now. */
+  private readonly flushHeld = (): void => {
+    this.timer = null;
+    if (!this.closed) this.sink.flush();
   };
 
   /**
@@ -102,25 +90,26 @@ export class HeldDestination {
    */
   flush(cb?: (err?: Error) => void): void {
     for (const buildNow of this.unbuilt) buildNow();
-    this.handOn();
+    if (this.timer !== null) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
     // SonicBoom fsyncs once all is written: a pipe or a terminal cannot be (EINVAL), and a log
     // promises no more than written.
     this.sink.flush((err?: NodeJS.ErrnoException) => cb?.(err?.syscall === 'fsync' ? undefined : err));
   }
 
   /**
-   * At exit, when no callback will run again: what SonicBoom holds, then what is held here,
-   * written synchronously. A batch SonicBoom is writing at that moment cannot be waited for: it
-   * may land after the lines written here, or be lost if the process ends first. The drain on
-   * SIGTERM flushes with a callback first, so it never leaves one under way.
+   * At exit, when no callback will run again: what SonicBoom holds, written synchronously. A batch
+   * SonicBoom is writing at that moment cannot be waited for: it may land after the lines written
+   * here, or be lost if the process ends first. The drain on SIGTERM flushes with a callback
+   * first, so it never leaves one under way.
    */
   flushSync(): void {
     if (this.closed) return;
     for (const buildNow of this.unbuilt) buildNow();
     try {
       this.sink.flushSync();
-      if (this.pending !== '') writeSync((this.sink as unknown as { fd: number }).fd, this.pending);
-      this.pending = '';
     } catch {
       // Not open yet, or closed: there is nowhere to write.
     }
