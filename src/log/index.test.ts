@@ -204,6 +204,41 @@ describe('log destination', () => {
     }
   });
 
+  /** Enough lines to start a write at once, and the bytes they make. */
+  function startWrite(dest: HeldDestination): void {
+    const line = 'x'.repeat(1023) + '\n';
+    for (let i = 0; i < HOLD_BYTES / 1024; i++) dest.write(line);
+  }
+
+  it('writes a line that came while a write was under way, though its timer fired meanwhile and no line follows', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const { dest, writes, file } = await held();
+      startWrite(dest);
+      dest.write('tail\n');
+      const first = once(dest.sink, 'write');
+      vi.advanceTimersByTime(HOLD_MS); // the write is still under way: this flush does nothing
+      expect(await first).toEqual([HOLD_BYTES]);
+      const tail = once(dest.sink, 'write');
+      vi.advanceTimersByTime(HOLD_MS);
+      expect(await tail).toEqual([5]);
+      expect(writes).toEqual([HOLD_BYTES, 5]);
+      expect(readFileSync(file, 'utf8').endsWith('x\ntail\n')).toBe(true);
+      dest.sink.destroy();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('calls a flush back only once the lines that came during a write under way are written too', async () => {
+    const { dest, file } = await held();
+    startWrite(dest);
+    dest.write('tail\n');
+    await new Promise<void>((resolve, reject) => dest.flush((err) => (err ? reject(err) : resolve())));
+    expect(readFileSync(file, 'utf8')).toHaveLength(HOLD_BYTES + 5);
+    dest.sink.destroy();
+  });
+
   it('survives a write error: says so on stderr once, and every flush hears of it', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'sluice-log-')), 'out.log');
     writeFileSync(file, '');

@@ -21,7 +21,9 @@ const REDACT_PATHS = [...KEY_HEADERS.flatMap((name) => [`req.headers["${name}"]`
  * Where lines go: stdout (or a file, for benchmarks), written asynchronously by SonicBoom so that a
  * slow reader never stalls a request. SonicBoom gathers the lines (its `minLength`: HOLD_BYTES) and
  * writes them as one; a timer bounds how long a line waits there (HOLD_MS), as pino's docs advise
- * for `minLength`. SonicBoom does the rest: the writes, retrying a failed one, `flush` calling
+ * for `minLength`. The timer runs until every byte handed on is written: a flush that finds a write
+ * under way does nothing, and SonicBoom leaves what is below `minLength` held when that write ends.
+ * (Its own `periodicFlush` would write every HOLD_MS even when idle, and on after stdout closed.) SonicBoom does the rest: the writes, retrying a failed one, `flush` calling
  * back once all is written, and the synchronous flush pino registers for exit. Any exit through
  * Node, process.exit and an uncaught exception included, writes what is held; a SIGKILL loses at
  * most the last HOLD_MS.
@@ -47,6 +49,9 @@ let exitHooked = false;
 
 export class HeldDestination {
   private timer: NodeJS.Timeout | null = null;
+  /** Bytes handed to SonicBoom, and bytes it has written: the difference is still held. */
+  private handed = 0;
+  private written = 0;
   /** stdout's reader is gone (EPIPE): pino made the sink's write a no-op, nothing more is written. */
   private closed = false;
   /** Lines waiting for the end of the turn to be built (InfoLine's): built before every flush. */
@@ -55,6 +60,9 @@ export class HeldDestination {
   constructor(readonly sink: Sink) {
     held.add(this);
     sink.on('close', () => held.delete(this));
+    sink.on('write', (n: number) => {
+      this.written += n;
+    });
     reportWriteErrors(sink, () => {
       this.closed = true;
     });
@@ -73,14 +81,18 @@ export class HeldDestination {
 
   write(line: string): void {
     if (this.closed) return;
-    (this.sink as unknown as ByteSink).write(Buffer.from(line));
+    const bytes = Buffer.from(line);
+    this.handed += bytes.length;
+    (this.sink as unknown as ByteSink).write(bytes);
     if (this.timer === null) this.timer = setTimeout(this.flushHeld, HOLD_MS).unref();
   }
 
-  /** What SonicBoom holds below `minLength`, written now. */
+  /** What SonicBoom holds below `minLength`, written now; again in HOLD_MS while any is unwritten. */
   private readonly flushHeld = (): void => {
     this.timer = null;
-    if (!this.closed) this.sink.flush();
+    if (this.closed) return;
+    this.sink.flush();
+    if (this.written < this.handed) this.timer = setTimeout(this.flushHeld, HOLD_MS).unref();
   };
 
   /**
@@ -96,7 +108,13 @@ export class HeldDestination {
     }
     // SonicBoom fsyncs once all is written: a pipe or a terminal cannot be (EINVAL), and a log
     // promises no more than written.
-    this.sink.flush((err?: NodeJS.ErrnoException) => cb?.(err?.syscall === 'fsync' ? undefined : err));
+    this.sink.flush((err?: NodeJS.ErrnoException) => {
+      if (err !== undefined && err !== null && err.syscall !== 'fsync') return cb?.(err);
+      // SonicBoom calls back when the write under way ends, and leaves held what it had gathered
+      // below `minLength` meanwhile: that is written too before the flush is done.
+      if (this.written < this.handed && !this.closed) return this.flush(cb);
+      cb?.();
+    });
   }
 
   /**
