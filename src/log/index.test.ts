@@ -239,6 +239,18 @@ describe('log destination', () => {
     dest.sink.destroy();
   });
 
+  it('throws nothing when its timer fires after the sink was destroyed', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const { dest } = await held();
+      dest.write('line\n');
+      dest.sink.destroy();
+      expect(() => vi.advanceTimersByTime(HOLD_MS * 3)).not.toThrow();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('survives a write error: says so on stderr once, and every flush hears of it', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'sluice-log-')), 'out.log');
     writeFileSync(file, '');

@@ -52,14 +52,18 @@ export class HeldDestination {
   /** Bytes handed to SonicBoom, and bytes it has written: the difference is still held. */
   private handed = 0;
   private written = 0;
-  /** stdout's reader is gone (EPIPE): pino made the sink's write a no-op, nothing more is written. */
+  /** The sink closed, or stdout's reader is gone (EPIPE: pino made the sink's write a no-op): nothing more is written. */
   private closed = false;
   /** Lines waiting for the end of the turn to be built (InfoLine's): built before every flush. */
   private readonly unbuilt = new Set<() => void>();
 
   constructor(readonly sink: Sink) {
     held.add(this);
-    sink.on('close', () => held.delete(this));
+    sink.on('close', () => {
+      held.delete(this);
+      this.closed = true;
+      if (this.timer !== null) clearTimeout(this.timer);
+    });
     sink.on('write', (n: number) => {
       this.written += n;
     });
@@ -91,7 +95,12 @@ export class HeldDestination {
   private readonly flushHeld = (): void => {
     this.timer = null;
     if (this.closed) return;
-    this.sink.flush();
+    try {
+      this.sink.flush();
+    } catch {
+      // Destroyed (it closes its descriptor before it says 'close'): nothing more is written.
+      return;
+    }
     if (this.written < this.handed) this.timer = setTimeout(this.flushHeld, HOLD_MS).unref();
   };
 
