@@ -9,7 +9,8 @@
 import { parseArgs } from 'node:util';
 import { AdminCallError, apiClient, directClient, type AdminClient } from './admin/client.js';
 import { buildToolConfig, loadToolConfig, publicConfig, readConfigFile, upstreamSet } from './config/index.js';
-import { AdminError, ConfigError } from './answers/errors.js';
+import { AdminError } from './admin/errors.js';
+import { ConfigError } from './config/error.js';
 import { versionLine } from './runtime/version.js';
 
 const STORE_NOTE = `Key and limit commands use the sidecars' own settings: SLUICE_REDIS_URL (or redis.url

@@ -6,7 +6,7 @@
 import { createSluice } from './app.js';
 import { DrainHook } from './runtime/drain-hook.js';
 import { loadConfig, type Config } from './config/index.js';
-import { ConfigError } from './answers/errors.js';
+import { ConfigError } from './config/error.js';
 import { missingNodeFlags } from './runtime/node-flags.js';
 
 async function main(): Promise<void> {

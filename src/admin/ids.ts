@@ -5,7 +5,7 @@
  * src/store/limit-key.ts), which a `{` or `}` would break, and it is echoed in answers; an id
  * outside the rule is refused with 400 and never repeated back.
  */
-import { AdminError, AdminErrors, type AdminErrorSpec } from '../answers/errors.js';
+import { AdminError, AdminErrors, type AdminErrorSpec } from './errors.js';
 import type { IpLimiter } from '../limits/ip.js';
 
 /** Letters, digits and `_ . @ : + -`, 1 to 128 of them. */

@@ -7,7 +7,8 @@
 import type { Authenticator } from '../auth/authenticator.js';
 import type { KeyRefusal } from '../auth/reasons.js';
 import { RELAY_DB_SOURCE } from '../auth/relay-db/source.js';
-import { AdminError, AdminErrors, StoreUnavailableError } from '../answers/errors.js';
+import { AdminError, AdminErrors } from './errors.js';
+import { StoreUnavailableError } from '../store/unavailable.js';
 
 export interface KeyLookup {
   /** The key's id in the source that holds it (the relay's `tokens.id`, or sluice's `key_...`); null when none does. */

@@ -4,7 +4,8 @@
  */
 import { generateKey, hashKey, newKeyId, validImportedKey } from '../auth/keys.js';
 import type { Clock } from '../runtime/clock.js';
-import { AdminError, AdminErrors, StoreUnavailableError } from '../answers/errors.js';
+import { AdminError, AdminErrors } from './errors.js';
+import { StoreUnavailableError } from '../store/unavailable.js';
 import { keyId, userId } from './ids.js';
 import type { KeyRecord, Store } from '../store/types.js';
 

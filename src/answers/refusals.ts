@@ -8,7 +8,7 @@
  * `type`; the message ends with `(request id: <id>)`. A bare answer has no body at all.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { formatMessage } from './errors.js';
+import { formatMessage } from './template.js';
 import { announcesBytes } from '../http/body.js';
 
 export type Fields = Readonly<Record<string, string>>;

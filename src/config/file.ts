@@ -8,7 +8,7 @@
  */
 import { constants, fstatSync, openSync, closeSync, readSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { ConfigError } from '../answers/errors.js';
+import { ConfigError } from './error.js';
 
 /** The largest config file read: a Kubernetes ConfigMap holds at most 1 MiB, and real ones a few KB. */
 export const MAX_CONFIG_FILE_BYTES = 1024 * 1024;

@@ -13,7 +13,7 @@ import { readConfigBytesSync } from './file.js';
 import { isObject, readSettings, type Raw } from './read.js';
 import { parseConfigText } from './yaml.js';
 import { REDACTED, RULES, SECRETS, type Settings } from './schema.js';
-import { ConfigError } from '../answers/errors.js';
+import { ConfigError } from './error.js';
 
 export { DEFAULT_IP_LIMITS, DEFAULTS, ENV_VARS, MAX_CONNECTIONS_CAP } from './schema.js';
 

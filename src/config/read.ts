@@ -6,7 +6,7 @@
  */
 import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { ConfigError } from '../answers/errors.js';
+import { ConfigError } from './error.js';
 import { formatOf } from './formats.js';
 import { choicesOf, kindOf, NON_EMPTY, nullableOf, propertiesOf, REDACTED, SETTINGS, type Node, type Settings } from './schema.js';
 

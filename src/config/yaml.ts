@@ -8,7 +8,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError } from '../answers/errors.js';
+import { ConfigError } from './error.js';
 import { isObject, type Raw } from './read.js';
 
 /** A reload's parse that takes longer is refused (a real config parses in milliseconds). */

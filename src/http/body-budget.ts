@@ -13,6 +13,11 @@
 export const BUSY_BOUNDS = ['budget_full', 'address_share'] as const;
 export type BusyBound = (typeof BUSY_BOUNDS)[number];
 
+/** A request body (raw or decoded) would take the bodies in flight past their memory budget. */
+export class BodyBudgetExceededError extends Error {
+  override name = 'BodyBudgetExceededError';
+}
+
 export class BodyBudget {
   /** Bytes held by all leases now. */
   used = 0;

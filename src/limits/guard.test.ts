@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { StoreUnavailableError } from '../answers/errors.js';
+import { StoreUnavailableError } from '../store/unavailable.js';
 import { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';
 import { NotSentError, type Decision, type LimitCheck, type OutageAdmission, type Store } from '../store/types.js';

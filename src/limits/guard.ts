@@ -7,7 +7,7 @@
  * answers again; with `closed` the caller answers 503. Either way nothing
  * waits longer than the store's command bound.
  */
-import { StoreUnavailableError } from '../answers/errors.js';
+import { StoreUnavailableError } from '../store/unavailable.js';
 import type { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';
 import { NotSentError, type Decision, type LimitCheck, type LimitState, type Store } from '../store/types.js';

@@ -4,7 +4,7 @@
  * how it reads a body (content-type.ts).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { BodyBudgetExceededError } from '../answers/errors.js';
+import { BodyBudgetExceededError } from '../http/body-budget.js';
 import { planFor, routeOf, wildcardPlan, type ModelPlan, type Route } from '../routing/routes.js';
 import { decodeBody, needsDecoding, type DecodeBudget } from './decode.js';
 import { FORM_TYPE, JSON_TYPE, modelByContentType, MULTIPART_TYPE, type ModelResult } from './content-type.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError } from '../answers/errors.js';
+import { ConfigError } from '../config/error.js';
 import { DRAIN_DONE_FILE, DRAIN_REQUEST_FILE, DrainHook } from './drain-hook.js';
 import { sleep } from '../../test/support/time.js';
 

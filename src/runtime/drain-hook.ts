@@ -20,7 +20,7 @@ import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs';
 import { access, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { ConfigError } from '../answers/errors.js';
+import { ConfigError } from '../config/error.js';
 
 /** Created by the relay's preStop hook: start draining. */
 export const DRAIN_REQUEST_FILE = 'drain';

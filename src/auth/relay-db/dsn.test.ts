@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../answers/errors.js';
+import { ConfigError } from '../../config/error.js';
 import { describeRelayDsn, parseRelayDsn } from './dsn.js';
 
 const parse = (v: string) => parseRelayDsn(v, 'SLUICE_RELAY_DB');

@@ -5,7 +5,7 @@
  *
  * Errors name the setting and never echo the value: a DSN usually holds a password.
  */
-import { ConfigError } from '../../answers/errors.js';
+import { ConfigError } from '../../config/error.js';
 
 export type RelayDsn =
   | { dialect: 'postgres'; connectionString: string; host: string; database: string }

@@ -10,7 +10,7 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import { ConfigError } from '../../answers/errors.js';
+import { ConfigError } from '../../config/error.js';
 import type { RelayDsn } from './dsn.js';
 import { ANSWER_GRACE_MS, withTimeout, type DriverOptions, type RelayDbDriver } from './driver.js';
 

@@ -2,9 +2,9 @@
  * The admin listener's answers, with stable codes and statuses (in the spirit of Fastify's
  * errors.js and undici's lib/core/errors.js), one entry per condition: `{"error":{"code","message"}}`,
  * thrown as an `AdminError` by the admin API and the key operations it shares with the command
- * line; and the errors that cross modules (a bad config, a budget or a store that cannot serve).
- * The public listener's answers are the refusal table (refusals.ts).
+ * line. The public listener's answers are the refusal table (src/answers/refusals.ts).
  */
+import { formatMessage } from '../answers/template.js';
 
 /** An answer of the admin listener: its status, its stable code and its message (`{name}` filled from params). */
 export interface AdminErrorSpec {
@@ -48,28 +48,5 @@ export class AdminError extends Error {
     super(formatMessage(spec.message, params));
     this.status = spec.status;
     this.code = spec.code;
-  }
-}
-
-/** A message template with each `{name}` filled from `params` (a name without a value stays as it is). */
-export function formatMessage(template: string, params: Readonly<Record<string, unknown>> = {}): string {
-  return template.replace(/\{(\w+)\}/g, (m, k: string) => (k in params ? String(params[k]) : m));
-}
-
-/** A start-up problem an operator must fix; the message names the setting. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
-/** A request body (raw or decoded) would take the bodies in flight past their memory budget. */
-export class BodyBudgetExceededError extends Error {
-  override name = 'BodyBudgetExceededError';
-}
-
-/** The store could not answer and the configured policy is to fail closed. */
-export class StoreUnavailableError extends Error {
-  override name = 'StoreUnavailableError';
-  constructor(override readonly cause: unknown) {
-    super(`store unavailable: ${cause instanceof Error ? cause.message : String(cause)}`);
   }
 }
