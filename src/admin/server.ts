@@ -276,6 +276,8 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
    */
   function logCall(res: ServerResponse, line: Record<string, unknown>): void {
     if (line.action === undefined) return;
+    // Its client left before it was answered (mid-body, say): nothing was answered or done.
+    if (!res.writableEnded) return void d.log.info({ ...line, status: null }, 'admin call abandoned: its client left before the answer');
     line.status = res.statusCode;
     if (line.admin === undefined) d.log.warn(line, 'admin call refused: missing or wrong admin token');
     else d.log.info(line, 'admin action');

@@ -3,11 +3,13 @@
  * body limit answers its documented 413, an imported key cannot break "the leading sk- is
  * optional", and a key written into a path or a query never reaches the log.
  */
+import { once } from 'node:events';
 import http from 'node:http';
+import net from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, useHarness } from '../support/harness.js';
 import { capturedLog } from '../support/log.js';
-import { sleep } from '../support/time.js';
+import { eventually, sleep } from '../support/time.js';
 
 interface Answer {
   status: number;
@@ -68,6 +70,28 @@ describe('admin API: request bodies over 64 KiB', () => {
     const r = await adminCall(h.adminUrl, 'POST', '/admin/keys', createBody(200_000), { chunked: true });
     expect(r.status, r.text).toBe(413);
     expect(JSON.parse(r.text)).toMatchObject({ error: { code: 'body_too_large' } });
+  });
+});
+
+describe('admin API: a client that leaves in the middle of its body', () => {
+  const logs = capturedLog();
+  const h = useHarness({ store: 'memory', log: logs.log });
+
+  it('is no error of sluice: nothing created, a line saying the client left, and the next call served', async () => {
+    const u = new URL(h.adminUrl);
+    const socket = net.connect(Number(u.port), u.hostname);
+    await once(socket, 'connect');
+    socket.write(
+      `POST /admin/keys HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"user":"gone",`,
+    );
+    await sleep(100);
+    socket.destroy();
+    const line = await eventually(() => logs.lines.find((l) => l.action === 'keys.create') ?? false, { what: 'the call logged' });
+    expect(line).toMatchObject({ level: 30, msg: 'admin call abandoned: its client left before the answer', status: null });
+    expect(logs.lines.filter((l) => Number(l.level) >= 50)).toEqual([]);
+    const listed = await adminCall(h.adminUrl, 'GET', '/admin/keys?user=gone', null);
+    expect(listed.status).toBe(200);
+    expect(JSON.parse(listed.text)).toMatchObject({ keys: [] });
   });
 });
 
