@@ -14,6 +14,8 @@ import { expectContract401, metricReader } from '../support/helpers.js';
 import { chat, json, request, type RawResponse } from '../support/http.js';
 import { capturedLog } from '../support/log.js';
 import { consoleKey, createRelayDb, type RelayDbFixture } from '../support/relay-db.js';
+import { lockTokens } from '../support/relay-db-lock.js';
+import { eventually } from '../support/time.js';
 
 const agents = new Map<string, http.Agent>();
 /** An agent whose connections leave from `ip`. */
@@ -212,6 +214,56 @@ describe.each([redisRegistry(), relayDatabase()])('unknown keys from many addres
     expect((await chat(h.url, fresh, { agent: from('127.0.0.3') })).status).toBe(200);
     for (let i = 0; i < 5; i++) expect((await chat(h.url, await source.validKey(h), { agent: from('127.0.0.3') })).status).toBe(200);
     expect(await refused()).toBe(9);
+  });
+});
+
+describe("wrong keys from one address while the relay's database is locked (issue 25, item 1)", () => {
+  let fx: RelayDbFixture;
+  let h: Harness;
+  const logs = capturedLog();
+  beforeAll(async () => {
+    fx = await createRelayDb('postgres');
+    // Two lookups in flight per address; three requests may wait for them on this replica.
+    const file = { auth: { failuresPerAddress: 2, failureWindowSeconds: 60, unknownKeyLookupsPerSecond: 0, unknownKeyLookupBurst: 3 }, relayDb: { queryTimeoutMs: 20_000 } };
+    h = await startHarness({ store: 'memory', env: { SLUICE_RELAY_DB: fx.dsn }, file, log: logs.log });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await fx?.drop();
+  });
+
+  it('wait for its lookups in flight up to unknownKeyLookupBurst; past it, 503 lookup_queue_full at once with Retry-After; once the lookups fail, the waiters get the 401', async () => {
+    const waiting = metricReader(h, 'sluice_key_lookups_waiting');
+    const refused = metricReader(h, 'sluice_key_lookups_refused_total', { reason: 'lookup_queue_full' });
+    const agent = from('127.0.2.1');
+    const lock = await lockTokens(fx);
+    let answers: Promise<RawResponse>[];
+    try {
+      // Two lookups start and hang on the lock; the next three wait for a place among them.
+      answers = Array.from({ length: 5 }, () => chat(h.url, wrongKey(), { agent }));
+      await eventually(async () => expect(await waiting()).toBe(3), { what: 'three requests waiting for the address' });
+      // The queue is full: refused at once, while the lock still holds.
+      const started = performance.now();
+      const past = await Promise.all([chat(h.url, wrongKey(), { agent }), chat(h.url, wrongKey(), { agent })]);
+      expect(performance.now() - started).toBeLessThan(2000);
+      for (const a of past) {
+        expect(a.status).toBe(503);
+        expect(a.headers['retry-after']).toBe('1');
+        expect((JSON.parse(a.text) as { error: { code: string } }).error.code).toBe('store_unavailable');
+      }
+      expect(await refused()).toBe(2);
+    } finally {
+      await lock.release();
+    }
+    // The two lookups find nothing and spend the address's budget: every waiter gets the contract's 401.
+    for (const a of await Promise.all(answers)) expectContract401(a);
+    expect(await waiting()).toBe(0);
+    const lines = logs.lines.filter((l) => l.msg === 'request' && l.ip === '127.0.2.1');
+    expect(lines.filter((l) => l.reason === 'lookup_queue_full').map((l) => [l.decision, l.status])).toEqual([
+      ['store_unavailable', 503],
+      ['store_unavailable', 503],
+    ]);
+    expect(lines.filter((l) => l.status === 401)).toHaveLength(5);
   });
 });
 
