@@ -500,9 +500,10 @@ describe('Authenticator', () => {
   });
 
   describe('the lookup guard (issue 25, item 1)', () => {
-    const guarded = (auth: Partial<AuthConfig>) => {
+    /** An authenticator behind a lookup guard, over a source that holds `valid` and counts what it is asked. */
+    const guarded = (auth: Partial<AuthConfig>, valid: string[] = [KEY]) => {
       const clock = new ManualClock();
-      const m = manualSource(new Map([[hashKey(KEY), alice(KEY)]]));
+      const m = manualSource(new Map(valid.map((k) => [hashKey(k), k === KEY ? alice(KEY) : alice(k, k)])));
       let asked = 0;
       const source: KeySource = { ...m.source, find: (k, h, b) => (asked++, m.source.find(k, h, b)) };
       const guard = new LookupGuard(() => ({ ...DEFAULTS.auth, ...auth }), clock);
@@ -513,7 +514,7 @@ describe('Authenticator', () => {
         m.release();
         return p;
       };
-      return { clock, m, a, ask, asked: () => asked };
+      return { clock, m, a, guard, ask, asked: () => asked };
     };
 
     it("refuses an address's unknown keys without a lookup once its failures are spent, but still looks up a key seen valid", async () => {
@@ -533,20 +534,15 @@ describe('Authenticator', () => {
 
     it('lets keys met all at once from one address wait for its lookups in flight: valid ones all pass, wrong ones spend the budget and no more', async () => {
       const valid = ['sk-one0123456789abcdef', 'sk-two0123456789abcdef', 'sk-three0123456789abcdef'];
-      const clock = new ManualClock();
-      const m = manualSource(new Map(valid.map((k) => [hashKey(k), alice(k, k)])));
-      let asked = 0;
-      const source: KeySource = { ...m.source, find: (k, h, b) => (asked++, m.source.find(k, h, b)) };
-      const guard = new LookupGuard(() => ({ ...DEFAULTS.auth, failuresPerAddress: 2, unknownKeyLookupsPerSecond: 0 }), clock);
-      const a = new Authenticator([source], clock, { guard });
+      const { m, a, asked } = guarded({ failuresPerAddress: 2, unknownKeyLookupsPerSecond: 0 }, valid);
 
       // A new replica meets three valid keys from one address at once: the third waits for a place.
       const passing = valid.map((k) => a.authenticate([k], '10.0.0.1'));
       await nextTurn();
-      expect(asked).toBe(2);
+      expect(asked()).toBe(2);
       m.release();
       await nextTurn();
-      expect(asked).toBe(3);
+      expect(asked()).toBe(3);
       m.release();
       expect(await Promise.all(passing)).toEqual(valid.map((k) => expect.objectContaining({ ok: true, identity: expect.objectContaining({ user: k }) })));
 
@@ -559,28 +555,23 @@ describe('Authenticator', () => {
         { ok: false, reason: 'unknown_key' },
         { ok: false, reason: 'address_budget', remembered: true },
       ]);
-      expect(asked).toBe(5);
+      expect(asked()).toBe(5);
     });
 
     it('starts no lookup for a waiter whose client left before its turn came', async () => {
       const keys = ['sk-one0123456789abcdef', 'sk-two0123456789abcdef', 'sk-three0123456789abcdef'];
-      const clock = new ManualClock();
-      const m = manualSource(new Map(keys.map((k) => [hashKey(k), alice(k, k)])));
-      let asked = 0;
-      const source: KeySource = { ...m.source, find: (k, h, b) => (asked++, m.source.find(k, h, b)) };
-      const guard = new LookupGuard(() => ({ ...DEFAULTS.auth, failuresPerAddress: 2, unknownKeyLookupsPerSecond: 0 }), clock);
-      const a = new Authenticator([source], clock, { guard });
+      const { m, a, guard, asked } = guarded({ failuresPerAddress: 2, unknownKeyLookupsPerSecond: 0 }, keys);
       const clients = keys.map(() => ({ destroyed: false }));
       const results = keys.map((k, i) => a.authenticate([k], '10.0.0.1', clients[i]));
       await nextTurn();
-      expect(asked).toBe(2);
+      expect(asked()).toBe(2);
       expect(guard.waiting).toBe(1);
       clients[2]!.destroyed = true; // the third request's client leaves while it waits
       m.release();
       await nextTurn();
       m.release();
       expect(await results[2]).toEqual({ ok: false, reason: 'client_gone' });
-      expect(asked).toBe(2);
+      expect(asked()).toBe(2);
       expect(guard.waiting).toBe(0);
       expect(await results[0]).toMatchObject({ ok: true });
     });

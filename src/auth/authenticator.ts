@@ -109,8 +109,12 @@ export interface AuthenticatorOptions {
   guard?: LookupGuard;
 }
 
-interface Lookup {
+interface Lookup extends LookupState {
   answer: Promise<Answer>;
+}
+
+/** What a lookup under way knows besides its answer. */
+interface LookupState {
   /** Asked as a background renewal (its source may be gathering company for it). */
   background: boolean;
   /**
@@ -329,18 +333,20 @@ export class Authenticator {
       for (const s of this.sources) s.hurry?.();
     }
     if (!lookup) {
-      const started: Lookup = { raced: null, background, answer: null as unknown as Promise<Answer> };
-      this.pending.set(hash, started);
-      started.answer = this.askSources(hash, key, background, this.cache.peek(hash), started).finally(() => {
+      const state: LookupState = { raced: null, background };
+      const answer = this.askSources(hash, key, background, this.cache.peek(hash), state).finally(() => {
         // A flush may have dropped this lookup and a newer one taken its place.
         if (this.pending.get(hash) === started) this.pending.delete(hash);
       });
+      // The same object: a change heard while it is under way reaches askSources through it.
+      const started: Lookup = Object.assign(state, { answer });
+      this.pending.set(hash, started);
       lookup = started;
     }
     return lookup.answer;
   }
 
-  private async askSources(hash: string, key: string, background: boolean, previous: Entry | undefined, lookup: Lookup): Promise<Answer> {
+  private async askSources(hash: string, key: string, background: boolean, previous: Entry | undefined, lookup: LookupState): Promise<Answer> {
     // An answer describes the source as it was when asked: its age counts from then, so nothing
     // is trusted longer than its source allows, however long the asking took.
     const askedAt = this.clock.now();
@@ -389,7 +395,7 @@ export class Authenticator {
   }
 
   /** Caches a source's answer: its identity, or (hashes and ids only) why it is not valid. */
-  private remember(hash: string, answer: Answer, raced: Lookup['raced'], at: number, source?: KeySource): void {
+  private remember(hash: string, answer: Answer, raced: LookupState['raced'], at: number, source?: KeySource): void {
     const identity = refused(answer) ? null : answer;
     // A change arrived while we were asking and our answer may predate it: use it once, keep nothing.
     // Only a change that may contradict the answer counts (a creation cannot make a found key wrong).

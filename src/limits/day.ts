@@ -96,8 +96,6 @@ function dayStart(y: number, m: number, d: number, tz: string): number {
   return hi * 1000;
 }
 
-const pad = (n: number, w = 2): string => String(n).padStart(w, '0');
-
 export class DayClock {
   private cached: Day | null = null;
   constructor(readonly timeZone: string) {
@@ -112,7 +110,8 @@ export class DayClock {
     const startsAt = dayStart(p.y, p.m, p.d, this.timeZone);
     const next = new Date(Date.UTC(p.y, p.m - 1, p.d + 1));
     const endsAt = dayStart(next.getUTCFullYear(), next.getUTCMonth() + 1, next.getUTCDate(), this.timeZone);
-    const day = { id: `${pad(p.y, 4)}-${pad(p.m)}-${pad(p.d)}`, startsAt, endsAt };
+    // `YYYY-MM-DD` of the local date.
+    const day = { id: new Date(Date.UTC(p.y, p.m - 1, p.d)).toISOString().slice(0, 10), startsAt, endsAt };
     this.cached = day;
     return day;
   }

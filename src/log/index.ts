@@ -35,9 +35,12 @@ export function logDestination(dest: number | string = 1): HeldDestination {
 }
 
 type Sink = ReturnType<typeof pino.destination>;
-/** The sink as logDestination makes it (contentMode 'buffer'): SonicBoom's types know only its string form. */
-interface ByteSink {
-  write(data: Buffer): boolean;
+
+declare module 'sonic-boom' {
+  interface SonicBoom {
+    /** With `contentMode: 'buffer'` (logDestination's) it takes bytes: its own types know only strings. */
+    write(data: Buffer): boolean;
+  }
 }
 
 /** What SonicBoom gathers before it writes (it requires less than its `maxWrite`, 16 KiB). */
@@ -87,7 +90,7 @@ export class HeldDestination {
     if (this.closed) return;
     const bytes = Buffer.from(line);
     this.handed += bytes.length;
-    (this.sink as unknown as ByteSink).write(bytes);
+    this.sink.write(bytes);
     if (this.timer === null) this.timer = setTimeout(this.flushHeld, HOLD_MS).unref();
   }
 
