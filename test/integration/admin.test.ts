@@ -182,6 +182,8 @@ describe('readiness and the store', () => {
 
 describe('the sluice command line', () => {
   const cli = (args: string[], env: Record<string, string> = {}) => run('node', ['bin/sluice.js', ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
+  /** Each `cli` call starts Node and compiles the CLI through tsx: seconds each when the suite loads both cores. */
+  const CLI_CALLS_MS = 15_000;
 
   it('runs as an executable through its shebang, which carries the Node flags sluice is meant to run with, as npm run sluice does', async () => {
     const shebang = readFileSync('bin/sluice.js', 'utf8').split('\n')[0];
@@ -191,16 +193,20 @@ describe('the sluice command line', () => {
     expect(pkg.scripts.sluice).toBe(`node ${NODE_FLAGS.join(' ')} --import tsx src/cli.ts`);
   });
 
-  it('creates, lists and deletes keys against Redis', async () => {
-    const env = { SLUICE_REDIS_URL: inject('redisUrl') };
-    const user = `cli-${process.pid}-${Date.now()}`;
-    const created = JSON.parse((await cli(['keys', 'create', '--user', user, '--name', 'ci'], env)).stdout) as { id: string; key: string };
-    expect(created.key).toMatch(/^sk-/);
-    const listed = JSON.parse((await cli(['keys', 'list', '--user', user], env)).stdout) as { keys: Array<{ id: string }> };
-    expect(listed.keys.map((k) => k.id)).toEqual([created.id]);
-    expect((await cli(['keys', 'delete', created.id], env)).stdout).toContain('deleted');
-    await expect(cli(['keys', 'delete', created.id], env)).rejects.toMatchObject({ code: 1 });
-  });
+  it(
+    'creates, lists and deletes keys against Redis',
+    async () => {
+      const env = { SLUICE_REDIS_URL: inject('redisUrl') };
+      const user = `cli-${process.pid}-${Date.now()}`;
+      const created = JSON.parse((await cli(['keys', 'create', '--user', user, '--name', 'ci'], env)).stdout) as { id: string; key: string };
+      expect(created.key).toMatch(/^sk-/);
+      const listed = JSON.parse((await cli(['keys', 'list', '--user', user], env)).stdout) as { keys: Array<{ id: string }> };
+      expect(listed.keys.map((k) => k.id)).toEqual([created.id]);
+      expect((await cli(['keys', 'delete', created.id], env)).stdout).toContain('deleted');
+      await expect(cli(['keys', 'delete', created.id], env)).rejects.toMatchObject({ code: 1 });
+    },
+    4 * CLI_CALLS_MS,
+  );
 
   it('writes keys where the sidecars look: the configured key prefix', async () => {
     const { mkdtempSync, writeFileSync } = await import('node:fs');
@@ -219,12 +225,16 @@ describe('the sluice command line', () => {
     }
   });
 
-  it('exits 2 on a usage error, before touching Redis', async () => {
-    const unreachable = { SLUICE_REDIS_URL: 'redis://127.0.0.1:1' };
-    await expect(cli(['keys', 'list', '--usr', 'x'], unreachable)).rejects.toMatchObject({ code: 2 });
-    await expect(cli(['keys', 'frobnicate'], unreachable)).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage') });
-    await expect(cli(['keys', 'list', '--user', 'x'], unreachable)).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('cannot reach Redis') });
-  });
+  it(
+    'exits 2 on a usage error, before touching Redis',
+    async () => {
+      const unreachable = { SLUICE_REDIS_URL: 'redis://127.0.0.1:1' };
+      await expect(cli(['keys', 'list', '--usr', 'x'], unreachable)).rejects.toMatchObject({ code: 2 });
+      await expect(cli(['keys', 'frobnicate'], unreachable)).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage') });
+      await expect(cli(['keys', 'list', '--user', 'x'], unreachable)).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('cannot reach Redis') });
+    },
+    3 * CLI_CALLS_MS,
+  );
 
   it('validates a config file and names the bad key', async () => {
     const { mkdtempSync, writeFileSync } = await import('node:fs');
