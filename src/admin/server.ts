@@ -87,12 +87,20 @@ function pathSegment(raw: string): string {
  * is read and dropped up to MAX_DISCARD so that the operator reads the answer, and past that the
  * connection closes.
  */
+/** The body never arrived whole: its client left, or Node's request timeout closed the connection. */
+class ConnectionClosedError extends Error {
+  override name = 'ConnectionClosedError';
+  constructor() {
+    super('the connection closed before the body arrived');
+  }
+}
+
 async function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
   const declared = declaredLength(req);
   if (declared > MAX_DISCARD) res.setHeader('connection', 'close');
   const read = await readBody(req, MAX_ADMIN_BODY);
   if (!read.ok) {
-    if (read.reason !== 'too_large') throw new Error('the client left before its body arrived');
+    if (read.reason !== 'too_large') throw new ConnectionClosedError();
     // A declared length is judged before any byte is read; a chunked body ran past the bound.
     if (declared <= MAX_DISCARD) dropRest(req, declared === -1 ? MAX_DISCARD - MAX_ADMIN_BODY : MAX_DISCARD);
     throw tooLarge();
@@ -271,13 +279,13 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
   }
 
   /**
-   * One line per /admin/* call once answered: info for a call the token allowed (whatever its
-   * answer), warn for one refused for its token (an unknown action is named `unknown`).
+   * One line per /admin/* call: info for a call the token allowed (whatever its answer), warn for
+   * one refused for its token (an unknown action is named `unknown`), and info for one whose
+   * connection closed before its answer, with why (`err`).
    */
   function logCall(res: ServerResponse, line: Record<string, unknown>): void {
     if (line.action === undefined) return;
-    // Its client left before it was answered (mid-body, say): nothing was answered or done.
-    if (!res.writableEnded) return void d.log.info({ ...line, status: null }, 'admin call abandoned: its client left before the answer');
+    if (!res.writableEnded) return void d.log.info({ ...line, status: null }, 'admin call abandoned: the connection closed before the answer');
     line.status = res.statusCode;
     if (line.admin === undefined) d.log.warn(line, 'admin call refused: missing or wrong admin token');
     else d.log.info(line, 'admin action');
@@ -287,8 +295,13 @@ export function createAdminHandler(d: AdminDeps): (req: IncomingMessage, res: Se
     const line: Record<string, unknown> = {};
     handle(req, res, line)
       .catch((err: unknown) => {
-        // Begun, or its client gone: nothing can be answered.
-        if (res.headersSent || res.destroyed) return void res.destroy();
+        // Begun, or its connection gone: nothing can be answered. What went wrong is still told.
+        if (res.headersSent || res.destroyed) {
+          line.err = err instanceof Error ? err.message : String(err);
+          if (!(err instanceof ConnectionClosedError || err instanceof AdminError))
+            d.log.error({ action: line.action, err: err instanceof Error ? err.stack : String(err) }, 'admin request failed');
+          return void res.destroy();
+        }
         if (err instanceof AdminError) {
           line.code = err.code;
           return fail(res, err);

@@ -77,7 +77,7 @@ describe('admin API: a client that leaves in the middle of its body', () => {
   const logs = capturedLog();
   const h = useHarness({ store: 'memory', log: logs.log });
 
-  it('is no error of sluice: nothing created, a line saying the client left, and the next call served', async () => {
+  it('is no error of sluice: nothing created, a line saying why the call was not answered, and the next call served', async () => {
     const u = new URL(h.adminUrl);
     const socket = net.connect(Number(u.port), u.hostname);
     await once(socket, 'connect');
@@ -87,7 +87,13 @@ describe('admin API: a client that leaves in the middle of its body', () => {
     await sleep(100);
     socket.destroy();
     const line = await eventually(() => logs.lines.find((l) => l.action === 'keys.create') ?? false, { what: 'the call logged' });
-    expect(line).toMatchObject({ level: 30, msg: 'admin call abandoned: its client left before the answer', status: null });
+    expect(line).toMatchObject({
+      level: 30,
+      msg: 'admin call abandoned: the connection closed before the answer',
+      status: null,
+      err: 'the connection closed before the body arrived',
+    });
+    expect(line.admin).toMatch(/^[0-9a-f]{8}$/);
     expect(logs.lines.filter((l) => Number(l.level) >= 50)).toEqual([]);
     const listed = await adminCall(h.adminUrl, 'GET', '/admin/keys?user=gone', null);
     expect(listed.status).toBe(200);
