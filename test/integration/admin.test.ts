@@ -236,16 +236,20 @@ describe('the sluice command line', () => {
     3 * CLI_CALLS_MS,
   );
 
-  it('validates a config file and names the bad key', async () => {
-    const { mkdtempSync, writeFileSync } = await import('node:fs');
-    const dir = mkdtempSync('/tmp/sluice-cli-');
-    writeFileSync(`${dir}/ok.yaml`, 'freeTier:\n  perMinute: 10\n');
-    writeFileSync(`${dir}/bad.yaml`, 'freeTier:\n  perMinute: ten\n');
-    const ok = await cli(['config', 'check', `${dir}/ok.yaml`]);
-    expect(ok.stderr).toContain('valid');
-    expect(JSON.parse(ok.stdout)).toMatchObject({ freeTier: { perMinute: 10 } });
-    await expect(cli(['config', 'check', `${dir}/bad.yaml`])).rejects.toMatchObject({ code: 78, stderr: expect.stringContaining('freeTier.perMinute') });
-  });
+  it(
+    'validates a config file and names the bad key',
+    async () => {
+      const { mkdtempSync, writeFileSync } = await import('node:fs');
+      const dir = mkdtempSync('/tmp/sluice-cli-');
+      writeFileSync(`${dir}/ok.yaml`, 'freeTier:\n  perMinute: 10\n');
+      writeFileSync(`${dir}/bad.yaml`, 'freeTier:\n  perMinute: ten\n');
+      const ok = await cli(['config', 'check', `${dir}/ok.yaml`]);
+      expect(ok.stderr).toContain('valid');
+      expect(JSON.parse(ok.stdout)).toMatchObject({ freeTier: { perMinute: 10 } });
+      await expect(cli(['config', 'check', `${dir}/bad.yaml`])).rejects.toMatchObject({ code: 78, stderr: expect.stringContaining('freeTier.perMinute') });
+    },
+    2 * CLI_CALLS_MS,
+  );
 });
 
 describe('npm start', () => {
