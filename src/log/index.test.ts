@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -163,6 +163,56 @@ describe('log destination', () => {
     await new Promise((r) => dest.sink.once('ready', r));
     return { dest, writes, file };
   }
+
+  it('holds at most its bound while stdout is not read: lines past it are dropped and said on stderr, and writing resumes once it is read', async () => {
+    const fifo = join(mkdtempSync(join(tmpdir(), 'sluice-log-')), 'stdout');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    // A reader that never reads until told: the pipe fills (64 KiB), the write under way blocks.
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const said: string[] = [];
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => (said.push(String(s)), true));
+    const bound = 256 * 1024;
+    const dest = logDestination(fifo, bound);
+    try {
+      await once(dest.sink, 'ready');
+      const line = `${'x'.repeat(1023)}\n`;
+      for (let i = 0; i < 2048; i++) dest.write(line); // 2 MiB
+      await sleep(100);
+      expect(said.filter((s) => s.includes('lines are dropped'))).toHaveLength(1);
+      // Read everything until the flush says all is written or dropped.
+      let read = 0;
+      const buf = Buffer.alloc(64 * 1024);
+      let done = false;
+      dest.flush(() => (done = true));
+      while (!done) {
+        try {
+          read += readSync(reader, buf);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+          await sleep(10);
+        }
+      }
+      // What is written and still in the pipe.
+      for (;;) {
+        try {
+          read += readSync(reader, buf);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+          break;
+        }
+      }
+      // What got through: the pipe's fill, the write under way, and at most the bound held.
+      expect(read % 1024).toBe(0);
+      expect(read).toBeLessThanOrEqual(64 * 1024 + 16 * 1024 + bound);
+      expect(read).toBeGreaterThan(0);
+      const resumed = said.find((s) => s.includes('read again'));
+      expect(resumed).toContain(`${2048 * 1024 - read} bytes of log lines were dropped`);
+    } finally {
+      stderr.mockRestore();
+      dest.sink.destroy();
+      closeSync(reader);
+    }
+  });
 
   it(`holds lines up to ${HOLD_MS} ms and writes them as one write, in order`, async () => {
     const { dest, writes, file } = await held();

@@ -23,15 +23,18 @@ const REDACT_PATHS = [...KEY_HEADERS.flatMap((name) => [`req.headers["${name}"]`
  * writes them as one; a timer bounds how long a line waits there (HOLD_MS), as pino's docs advise
  * for `minLength`. The timer runs until every byte handed on is written: a flush that finds a write
  * under way does nothing, and SonicBoom leaves what is below `minLength` held when that write ends.
- * (Its own `periodicFlush` would write every HOLD_MS even when idle, and on after stdout closed.) SonicBoom does the rest: the writes, retrying a failed one, `flush` calling
- * back once all is written, and the synchronous flush pino registers for exit. Any exit through
- * Node, process.exit and an uncaught exception included, writes what is held; a SIGKILL loses at
- * most the last HOLD_MS.
+ * (Its own `periodicFlush` would write every HOLD_MS even when idle, and on after stdout closed.)
+ * While stdout's reader does not read, SonicBoom holds at most `maxBytes` (its `maxLength`); lines
+ * past it are dropped, said on stderr, rather than growing the process until it is killed.
+ * SonicBoom does the rest: the writes, retrying a failed one, `flush` calling back once all is
+ * written, and the synchronous flush pino registers for exit. Any exit through Node,
+ * process.exit and an uncaught exception included, writes what is held; a SIGKILL loses at most
+ * the last HOLD_MS.
  */
-export function logDestination(dest: number | string = 1): HeldDestination {
+export function logDestination(dest: number | string = 1, maxBytes = LOG_BUFFER_MAX_BYTES): HeldDestination {
   // Handed bytes, not a string: SonicBoom measures the UTF-8 length of the whole string it holds
   // on every string write; in buffer mode it keeps each line's bytes and their lengths.
-  return new HeldDestination(pino.destination({ dest, sync: false, minLength: HOLD_BYTES, contentMode: 'buffer' }));
+  return new HeldDestination(pino.destination({ dest, sync: false, minLength: HOLD_BYTES, maxLength: maxBytes, contentMode: 'buffer' }), maxBytes);
 }
 
 type Sink = ReturnType<typeof pino.destination>;
@@ -46,21 +49,28 @@ declare module 'sonic-boom' {
 /** What SonicBoom gathers before it writes (it requires less than its `maxWrite`, 16 KiB). */
 export const HOLD_BYTES = 15 * 1024;
 export const HOLD_MS = 50;
+/** The most log bytes held while stdout's reader does not read (about 5 s of access lines at 16k requests a second). */
+export const LOG_BUFFER_MAX_BYTES = 32 * 1024 * 1024;
 
 const held = new Set<HeldDestination>();
 let exitHooked = false;
 
 export class HeldDestination {
   private timer: NodeJS.Timeout | null = null;
-  /** Bytes handed to SonicBoom, and bytes it has written: the difference is still held. */
+  /** Bytes handed to SonicBoom, and bytes it has written or dropped: the difference is still held. */
   private handed = 0;
   private written = 0;
+  /** Bytes dropped since the last write (SonicBoom's `maxLength` reached), for the notice on stderr. */
+  private dropped = 0;
   /** The sink closed, or stdout's reader is gone (EPIPE: pino made the sink's write a no-op): nothing more is written. */
   private closed = false;
   /** Lines waiting for the end of the turn to be built (InfoLine's): built before every flush. */
   private readonly unbuilt = new Set<() => void>();
 
-  constructor(readonly sink: Sink) {
+  constructor(
+    readonly sink: Sink,
+    maxBytes: number,
+  ) {
     held.add(this);
     sink.on('close', () => {
       held.delete(this);
@@ -69,6 +79,15 @@ export class HeldDestination {
     });
     sink.on('write', (n: number) => {
       this.written += n;
+      if (this.dropped > 0) {
+        process.stderr.write(`sluice: stdout is read again; ${this.dropped} bytes of log lines were dropped meanwhile\n`);
+        this.dropped = 0;
+      }
+    });
+    sink.on('drop', (data: Buffer) => {
+      this.written += data.length;
+      if (this.dropped === 0) process.stderr.write(`sluice: stdout is not being read and ${maxBytes} bytes of log lines wait: lines are dropped until it is\n`);
+      this.dropped += data.length;
     });
     reportWriteErrors(sink, () => {
       this.closed = true;
