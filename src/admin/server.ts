@@ -82,11 +82,6 @@ function pathSegment(raw: string): string {
   }
 }
 
-/**
- * The request's JSON body (an empty one is `{}`), at most MAX_ADMIN_BODY. Past it, 413: the rest
- * is read and dropped up to MAX_DISCARD so that the operator reads the answer, and past that the
- * connection closes.
- */
 /** The body never arrived whole: its client left, or Node's request timeout closed the connection. */
 class ConnectionClosedError extends Error {
   override name = 'ConnectionClosedError';
@@ -95,6 +90,11 @@ class ConnectionClosedError extends Error {
   }
 }
 
+/**
+ * The request's JSON body (an empty one is `{}`), at most MAX_ADMIN_BODY. Past it, 413: the rest
+ * is read and dropped up to MAX_DISCARD so that the operator reads the answer, and past that the
+ * connection closes.
+ */
 async function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
   const declared = declaredLength(req);
   if (declared > MAX_DISCARD) res.setHeader('connection', 'close');
