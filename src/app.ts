@@ -27,7 +27,7 @@ import { configurePublicServer, createPublicServer } from './http/public-server.
 import { GuardedLimits } from './limits/guard.js';
 import { OutageLedger } from './limits/outage-ledger.js';
 import { buildPolicy, forgetSubject, type Policy } from './limits/policy.js';
-import { createLogger } from './log/index.js';
+import { createLogger, droppedLogBytes } from './log/index.js';
 import { Metrics } from './metrics/index.js';
 import { systemClock, type Clock } from './runtime/clock.js';
 import { exposedGc, startIdleCollection, type IdleCollectionOptions } from './runtime/idle-gc.js';
@@ -110,6 +110,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
   });
   const build = buildInfo();
   metrics.buildInfo(build);
+  metrics.logBytesDropped(() => droppedLogBytes(log));
   const gc = exposedGc();
   const idleGc = opts.idleGc ?? (gc && { collect: gc });
   const stopIdleCollection = idleGc

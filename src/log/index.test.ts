@@ -123,13 +123,13 @@ describe('log destination', () => {
     expect(r.msgs).toEqual(['one']);
   });
 
-  it("keeps serving, and flush still calls back, when stdout's reader has gone (EPIPE)", async () => {
-    const script = `import { createLogger } from './src/log/index.ts';
+  it("keeps serving, and flush still calls back, when stdout's reader has gone (EPIPE); every line after it counts as dropped", async () => {
+    const script = `import { createLogger, droppedLogBytes } from './src/log/index.ts';
       const log = createLogger('info');
       log.info('one');
       setTimeout(() => {
         log.info('two');
-        log.flush((err) => { process.stderr.write('flushed ' + (err ? err.code : 'ok') + '\\n'); process.exit(0); });
+        log.flush((err) => { process.stderr.write('flushed ' + (err ? err.code : 'ok') + ' dropped ' + droppedLogBytes(log) + '\\n'); process.exit(0); });
       }, 300);
       setTimeout(() => { process.stderr.write('flush never called back\\n'); process.exit(2); }, 3000);`;
     const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
@@ -141,7 +141,9 @@ describe('log destination', () => {
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     expect(stderr).toContain('stdout is closed (EPIPE)');
-    expect(stderr).toContain('flushed EPIPE');
+    // Both lines, 'one' (held when the write failed) and 'two' (handed after).
+    const line = (msg: string): number => Buffer.byteLength(`${JSON.stringify({ level: 30, time: new Date().toISOString(), svc: 'sluice', msg })}\n`);
+    expect(stderr).toContain(`flushed EPIPE dropped ${line('one') + line('two')}\n`);
     expect(code, stderr).toBe(0);
   });
 
@@ -207,6 +209,7 @@ describe('log destination', () => {
       expect(read).toBeGreaterThan(0);
       const resumed = said.find((s) => s.includes('read again'));
       expect(resumed).toContain(`${2048 * 1024 - read} bytes of log lines were dropped`);
+      expect(dest.droppedBytes).toBe(2048 * 1024 - read);
     } finally {
       stderr.mockRestore();
       dest.sink.destroy();

@@ -62,6 +62,8 @@ export class HeldDestination {
   private written = 0;
   /** Bytes dropped since the last write (SonicBoom's `maxLength` reached), for the notice on stderr. */
   private dropped = 0;
+  /** Bytes of lines never written since start: dropped at the bound, or handed after stdout closed (sluice_log_bytes_dropped_total). */
+  private droppedTotal = 0;
   /** The sink closed, or stdout's reader is gone (EPIPE: pino made the sink's write a no-op): nothing more is written. */
   private closed = false;
   /** Lines waiting for the end of the turn to be built (InfoLine's): built before every flush. */
@@ -88,9 +90,12 @@ export class HeldDestination {
       this.written += data.length;
       if (this.dropped === 0) process.stderr.write(`sluice: stdout is not being read and ${maxBytes} bytes of log lines wait: lines are dropped until it is\n`);
       this.dropped += data.length;
+      this.droppedTotal += data.length;
     });
     reportWriteErrors(sink, () => {
       this.closed = true;
+      // What SonicBoom held will never be written: stdout's reader is gone.
+      this.droppedTotal += this.handed - this.written;
     });
     if (!exitHooked) {
       exitHooked = true;
@@ -105,8 +110,16 @@ export class HeldDestination {
     this.unbuilt.add(buildNow);
   }
 
+  /** Bytes of log lines never written since start (past the bound while stdout was not read, or after it closed). */
+  get droppedBytes(): number {
+    return this.droppedTotal;
+  }
+
   write(line: string): void {
-    if (this.closed) return;
+    if (this.closed) {
+      this.droppedTotal += Buffer.byteLength(line);
+      return;
+    }
     const bytes = Buffer.from(line);
     this.handed += bytes.length;
     this.sink.write(bytes);
@@ -249,6 +262,12 @@ export function createLogger(level: string, destination: LineDestination = logDe
   const log = pino(loggerOptions(level), destination);
   destinations.set(log, destination);
   return log;
+}
+
+/** Bytes of log lines a logger of createLogger could not write since start; 0 for any other logger. */
+export function droppedLogBytes(log: Logger): number {
+  const destination = destinations.get(log);
+  return destination instanceof HeldDestination ? destination.droppedBytes : 0;
 }
 
 /**

@@ -42,6 +42,18 @@ describe('metrics', () => {
     expect(await value(m, 'sluice_degraded_decisions_total', 'limit="ip:usage"')).toBe(2);
   });
 
+  it('counts the log bytes dropped as the logger reports them, from 0', async () => {
+    const m = new Metrics({ processMetrics: false });
+    let dropped = 0;
+    m.logBytesDropped(() => dropped);
+    expect(await value(m, 'sluice_log_bytes_dropped_total')).toBe(0);
+    dropped = 4096;
+    expect(await value(m, 'sluice_log_bytes_dropped_total')).toBe(4096);
+    dropped = 5000;
+    expect(await value(m, 'sluice_log_bytes_dropped_total')).toBe(5000);
+    expect(await value(m, 'sluice_log_bytes_dropped_total')).toBe(5000);
+  });
+
   it('says whether the last config reload was applied', async () => {
     const m = new Metrics({ processMetrics: false });
     expect(await value(m, 'sluice_config_last_reload_successful')).toBe(1);

@@ -272,6 +272,21 @@ export class Metrics {
     );
   }
 
+  /** Log bytes the logger could not write (src/log: stdout not read past its bound, or closed), read when scraped. */
+  logBytesDropped(read: () => number): void {
+    let counted = 0;
+    new Counter({
+      name: 'sluice_log_bytes_dropped_total',
+      help: 'Bytes of log lines never written: dropped while stdout was not read and its bound (32 MiB, LOG_BUFFER_MAX_BYTES) was full, or handed after stdout closed',
+      registers: [this.registry],
+      collect() {
+        const now = read();
+        if (now > counted) this.inc(now - counted);
+        counted = now;
+      },
+    });
+  }
+
   /** Whether the limit store answers, read when scraped. */
   storeUp(read: () => number): void {
     this.readGauge('sluice_store_up', 'Whether the store (Redis) answered its last PING, each second: 1 yes, 0 no or not yet since start; always 1 on the embedded store', read);

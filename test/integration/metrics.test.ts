@@ -63,6 +63,7 @@ function expectedZeros(ipRules: readonly string[]): Array<[string, Record<string
     'sluice_out_of_sockets_total',
     'sluice_body_budget_refusals_total',
     'sluice_key_lookups_waiting',
+    'sluice_log_bytes_dropped_total',
   ]) {
     zeros.push([name, {}]);
   }

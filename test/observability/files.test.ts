@@ -40,6 +40,7 @@ function sluiceMetricNames(): string[] {
   m.storeUp(() => 1);
   m.relayDbUp(() => 1);
   m.buildInfo({ version: '0', commit: 'x', node: 'v0' });
+  m.logBytesDropped(() => 0);
   return m.registry.getMetricsAsArray().map((x) => x.name);
 }
 
@@ -83,6 +84,7 @@ describe('alert rules (deploy/observability/alerts.yaml)', () => {
       'sluice_dropped_connections_total',
       'sluice_max_connections',
       'drain_deadline',
+      'sluice_log_bytes_dropped_total',
     ]) {
       expect(exprs).toContain(needle);
     }

@@ -25,6 +25,8 @@ export interface ChildSluice {
   lines(): Array<Record<string, unknown>>;
   /** Bytes written to stdout so far, and the longest line among them. */
   stdout(): { bytes: number; longestLine: number };
+  /** Closes the reading end of its stdout, as a log collector that died would: its writes fail with EPIPE. */
+  closeStdout(): void;
   createKey(user: string): Promise<string>;
   /** Resident memory now and at its peak since start (VmRSS, VmHWM), in bytes. */
   memory(): { rss: number; peak: number };
@@ -148,6 +150,7 @@ export async function startChildSluice(opts: ChildOptions): Promise<ChildSluice>
     listening,
     lines: () => parsed,
     stdout: () => ({ bytes, longestLine }),
+    closeStdout: () => child.stdout!.destroy(),
     async createKey(user) {
       const r = await fetch(`${adminUrl}/admin/keys`, {
         method: 'POST',
