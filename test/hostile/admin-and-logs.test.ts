@@ -9,7 +9,7 @@ import net from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, useHarness } from '../support/harness.js';
 import { capturedLog } from '../support/log.js';
-import { eventually, sleep } from '../support/time.js';
+import { eventually, sleep, within } from '../support/time.js';
 
 interface Answer {
   status: number;
@@ -97,6 +97,39 @@ describe('admin API: a client that leaves in the middle of its body', () => {
     expect(logs.lines.filter((l) => Number(l.level) >= 50)).toEqual([]);
     const listed = await adminCall(h.adminUrl, 'GET', '/admin/keys?user=gone', null);
     expect(listed.status).toBe(200);
+  });
+
+  it("a body slower than the listener's request timeout: Node's 408 to the client, the same line, and the next call served", async () => {
+    // The admin listener allows 30 s; 1 s here (Node checks each second), the same code path.
+    const server = h.sluice.adminServer;
+    const { requestTimeout, headersTimeout } = server;
+    server.headersTimeout = 500;
+    server.requestTimeout = 1000;
+    try {
+      const u = new URL(h.adminUrl);
+      const socket = net.connect(Number(u.port), u.hostname);
+      await once(socket, 'connect');
+      let answer = '';
+      socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+      const logged = logs.lines.filter((l) => l.action === 'keys.create').length;
+      socket.write(
+        `POST /admin/keys HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"user":"slow",`,
+      );
+      expect(await within(5000, once(socket, 'close')), 'the connection closed by the request timeout').not.toBeNull();
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      const line = await eventually(() => logs.lines.filter((l) => l.action === 'keys.create')[logged] ?? false, { what: 'the call logged' });
+      expect(line).toMatchObject({
+        level: 30,
+        msg: 'admin call abandoned: the connection closed before the answer',
+        status: null,
+        err: 'the connection closed before the body arrived',
+      });
+      expect(logs.lines.filter((l) => Number(l.level) >= 50)).toEqual([]);
+      expect((await adminCall(h.adminUrl, 'GET', '/admin/keys?user=slow', null)).status).toBe(200);
+    } finally {
+      server.requestTimeout = requestTimeout;
+      server.headersTimeout = headersTimeout;
+    }
   });
 });
 
