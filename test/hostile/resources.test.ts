@@ -414,12 +414,19 @@ describe('connections (sluice as its own process, under a low descriptor limit)'
       expect(answers.length).toBeGreaterThan(0);
       for (const a of answers) expect(a).toMatch(/^HTTP\/1\.1 408 /);
       // Below the cap again, but it was at the cap moments ago: still out for 5 s after the last
-      // connection it closed, so that a kubelet probing between two floods does not flap it.
+      // connection it closed, so that a kubelet probing between two floods does not flap it. A
+      // second flood, which its client then drops, makes that moment now rather than at the
+      // first flood (3 s back), so that the check below has the whole 5 s, however busy the machine.
+      await eventually(async () => expect(await metric(child.adminUrl, 'sluice_open_connections')).toBeLessThan(cap), { timeoutMs: 2_000, intervalMs: 20 });
+      const dropped = (await metric(child.adminUrl, 'sluice_dropped_connections_total')) ?? 0;
+      flood.push(...(await halfHeaders(child.port, cap + 20)));
+      await eventually(async () => expect(await metric(child.adminUrl, 'sluice_dropped_connections_total')).toBeGreaterThan(dropped), { timeoutMs: 2_000, intervalMs: 20 });
+      for (const c of flood) c.destroy();
       await eventually(async () => expect(await metric(child.adminUrl, 'sluice_open_connections')).toBeLessThan(cap), { timeoutMs: 2_000, intervalMs: 20 });
       const lately = await fetch(`${child.adminUrl}/readyz`);
       expect(lately.status).toBe(503);
       expect(((await lately.json()) as { checks: { connections?: string } }).checks.connections).toBe('lately at the connection cap');
-      await eventually(async () => expect((await fetch(`${child.adminUrl}/readyz`)).status).toBe(200), { timeoutMs: 6_000, intervalMs: 50 });
+      await eventually(async () => expect((await fetch(`${child.adminUrl}/readyz`)).status).toBe(200), { timeoutMs: 8_000, intervalMs: 50 });
       const fresh = await post(child.port, '/v1/chat/completions', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, Buffer.from('{"model":"gpt-4o"}'));
       expect(fresh.status).toBe(200);
     } finally {
