@@ -1,9 +1,9 @@
 /**
- * Decodes a request body for inspection only; the original bytes are forwarded untouched.
- * A content-encoding sluice cannot decode is refused rather than passed through, or compressing
- * a body would be enough to skip the free-tier check.
+ * Decodes a request body for inspection only, exactly where the relay decodes it; the original
+ * bytes are forwarded untouched.
  */
-import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw, type BrotliDecompress, type Gunzip, type Inflate, type InflateRaw } from 'node:zlib';
+import { createBrotliDecompress, createGunzip, type BrotliDecompress, type Gunzip } from 'node:zlib';
+import { fieldLines } from '../http/fields.js';
 
 /**
  * `held`: bytes taken from the budget for `body`, to be given back once it has been read. A
@@ -20,7 +20,34 @@ export interface DecodeBudget {
   give(n: number): void;
 }
 
-type Decoder = Gunzip | Inflate | InflateRaw | BrotliDecompress;
+/** The codings the relay undoes before it reads a body. */
+export type RelayCoding = 'gzip' | 'br' | 'zstd';
+
+/**
+ * The coding the relay undoes before anything reads the body, as new-api's
+ * DecompressRequestMiddleware does: a Content-Encoding of exactly `gzip`, `br` or `zstd`,
+ * compared as written (HTTP's surrounding spaces and tabs aside, which Node and Go both trim), on
+ * any method but GET. Any other value (`deflate`, `x-gzip`, `GZIP`, `identity`, a list such as
+ * `identity, gzip`) is left as sent and the relay reads the body raw: so does sluice. Decoding what
+ * the relay reads raw would let one body be read two ways: a raw-deflate stored block whose bytes
+ * are also a JSON object naming a free model was counted as the paid call it inflated to.
+ * A Content-Encoding sent more than once is refused before this (the relay reads only the first).
+ */
+export function relayCoding(method: string, contentEncoding: string | undefined): RelayCoding | null {
+  if (method === 'GET') return null;
+  return contentEncoding === 'gzip' || contentEncoding === 'br' || contentEncoding === 'zstd' ? contentEncoding : null;
+}
+
+/**
+ * Content-Encoding sent on more than one line: Node joins them (`gzip, gzip` reads as a list the
+ * relay leaves raw), while the relay undoes the first line's coding alone. Read two ways, the
+ * request is refused (400).
+ */
+export function repeatedContentEncoding(contentEncoding: string | undefined, rawHeaders: readonly string[]): boolean {
+  return contentEncoding?.includes(',') === true && fieldLines(rawHeaders, 'content-encoding') > 1;
+}
+
+type Decoder = Gunzip | BrotliDecompress;
 
 /** Output slices per thread-pool round trip: fewer trips than zlib's 16 KB default. */
 const CHUNK = 64 * 1024;
@@ -29,14 +56,10 @@ const CHUNK = 64 * 1024;
  * Decoders are zlib streams running in its thread pool (inflating megabytes on the event loop
  * would hold every other request), and their output is counted as it comes out: a bomb stops
  * at the limit, or when the bodies' budget cannot take more, without ever being held whole.
- * HTTP's "deflate" is zlib-wrapped (RFC 9110), but some clients send raw deflate; browsers and
- * curl accept both, so it is decided by the zlib header rather than refused when the relay
- * might accept it.
+ * zstd, which the relay undoes too, has no decoder in Node 20: such a body is refused (415).
  */
-const DECODERS = new Map<string, (input: Buffer) => Decoder>([
+const DECODERS = new Map<RelayCoding, () => Decoder>([
   ['gzip', () => createGunzip({ chunkSize: CHUNK })],
-  ['x-gzip', () => createGunzip({ chunkSize: CHUNK })],
-  ['deflate', (input) => (hasZlibHeader(input) ? createInflate({ chunkSize: CHUNK }) : createInflateRaw({ chunkSize: CHUNK }))],
   ['br', () => createBrotliDecompress({ chunkSize: CHUNK })],
 ]);
 
@@ -64,33 +87,6 @@ export function brotliWorkingSet(input: Buffer): number {
   return 2 ** wbits + BROTLI_TABLES + CHUNK;
 }
 
-/** The codings a Content-Encoding field lists, in the order applied, without `identity` (no coding). */
-function listedCodings(contentEncoding: string): string[] {
-  // Empty list elements are legal in HTTP field values (RFC 9110 section 5.6.1).
-  return contentEncoding
-    .split(',')
-    .map((coding) => coding.trim().toLowerCase())
-    .filter((coding) => coding !== '' && coding !== 'identity');
-}
-
-/**
- * Whether a body sent with this Content-Encoding must go through decodeBody before it can be read:
- * any listed coding, one sluice cannot undo included (decodeBody answers that one with a 415).
- */
-export function needsDecoding(contentEncoding: string | undefined): boolean {
-  return contentEncoding !== undefined && listedCodings(contentEncoding).length > 0;
-}
-
-/** The codings to undo, last applied first, or the 415 for one sluice cannot undo. */
-function codingsToUndo(contentEncoding: string | undefined): string[] | Decoded {
-  const codings = listedCodings(contentEncoding ?? '');
-  for (const coding of codings) {
-    if (!DECODERS.has(coding)) return { ok: false, problem: 'unsupported_encoding', reason: `unsupported content-encoding "${coding}"` };
-  }
-  // Codings are listed in the order they were applied, so they are undone last to first.
-  return codings.reverse();
-}
-
 function failed(coding: string, err: unknown): Decoded {
   const detail = err instanceof Error ? `: ${err.message}` : '';
   return { ok: false, problem: 'invalid', reason: `body is not valid ${coding} data${detail}` };
@@ -103,11 +99,11 @@ const BUSY: Decoded = { ok: false, problem: 'busy', reason: 'the request bodies 
  * `budget` as it comes out (and the decoder's own memory for as long as it runs). On success
  * the output stays taken; on failure everything this layer took is given back.
  */
-function undo(coding: string, input: Buffer, maxBytes: number, budget: DecodeBudget | null): Promise<Buffer | Decoded> {
+function undo(coding: RelayCoding, decoder: () => Decoder, input: Buffer, maxBytes: number, budget: DecodeBudget | null): Promise<Buffer | Decoded> {
   const workingSet = coding === 'br' ? brotliWorkingSet(input) : ZLIB_WORKING_SET;
   if (budget !== null && !budget.take(workingSet)) return Promise.resolve(BUSY);
   return new Promise((resolve) => {
-    const z = DECODERS.get(coding)!(input);
+    const z = decoder();
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
@@ -136,33 +132,18 @@ function undo(coding: string, input: Buffer, maxBytes: number, budget: DecodeBud
 }
 
 /**
- * The body with its content codings undone, at most `maxBytes` of it after each layer. With a
- * budget, the decoded bytes are counted in it (`held` says how many to give back once read).
+ * The body with the relay's coding undone, at most `maxBytes` of it. With a budget, the decoded
+ * bytes are counted in it (`held` says how many to give back once read).
  */
-export async function decodeBody(body: Buffer, contentEncoding: string | undefined, maxBytes: number, budget?: DecodeBudget | null): Promise<Decoded> {
-  const codings = codingsToUndo(contentEncoding);
-  if (!Array.isArray(codings)) return codings;
+export async function decodeBody(body: Buffer, coding: RelayCoding, maxBytes: number, budget?: DecodeBudget | null): Promise<Decoded> {
+  const decoder = DECODERS.get(coding);
+  if (decoder === undefined) return { ok: false, problem: 'unsupported_encoding', reason: `unsupported content-encoding "${coding}"` };
   const b = budget ?? null;
-  let out = body;
-  let held = 0;
-  for (const coding of codings) {
-    const r = await undo(coding, out, maxBytes, b);
-    // The previous layer's output (never the body as received, which its own lease counts) is done with.
-    if (b !== null) b.give(held);
-    if (!Buffer.isBuffer(r)) return r;
-    out = r;
-    held = r.length;
-  }
-  return { ok: true, body: out, held: b === null ? 0 : held };
+  const r = await undo(coding, decoder, body, maxBytes, b);
+  if (!Buffer.isBuffer(r)) return r;
+  return { ok: true, body: r, held: b === null ? 0 : r.length };
 }
 
 function tooLarge(maxBytes: number): Decoded {
   return { ok: false, problem: 'too_large', reason: `decoded body exceeds ${maxBytes} bytes` };
-}
-
-function hasZlibHeader(input: Buffer): boolean {
-  const cmf = input[0];
-  const flg = input[1];
-  if (cmf === undefined || flg === undefined) return false;
-  return (cmf & 0x0f) === 8 && ((cmf << 8) | flg) % 31 === 0;
 }

@@ -1,4 +1,4 @@
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateSync, gzipSync, inflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { modelPrepass, requestedModel } from './index.js';
 
@@ -68,27 +68,43 @@ describe('requestedModel: form bodies (the relay reads them too)', () => {
   });
 });
 
-describe('requestedModel: Content-Encoding identity is no compression', () => {
+describe('requestedModel: a body is decoded exactly where the relay decodes it', () => {
   const json = Buffer.from(JSON.stringify({ model: 'vend-flash-free', messages: [] }));
+  const read = (encoding: string, body: Buffer, method = 'POST') =>
+    requestedModel(method, '/v1/chat/completions', { 'content-type': 'application/json', 'content-encoding': encoding }, body, MB);
 
-  it.each(['identity', ' Identity ', 'identity, identity', ''])('reads a %j body as it is', async (encoding) => {
-    const r = requestedModel('POST', '/v1/chat/completions', { 'content-type': 'application/json', 'content-encoding': encoding }, json, MB);
-    expect(await r).toEqual({ ok: true, model: 'vend-flash-free' });
+  // The relay leaves each of these as sent and reads the JSON in it.
+  it.each(['identity', 'deflate', 'x-gzip', 'GZIP', 'identity, gzip', 'x-identity', 'compress', ''])('reads a %j body as sent', async (encoding) => {
+    expect(await read(encoding, json)).toEqual({ ok: true, model: 'vend-flash-free' });
   });
 
-  it.each(['identity identity', 'identityidentity', 'x-identity'])('refuses %j as an unknown coding (415), as any other', async (encoding) => {
-    const r = requestedModel('POST', '/v1/chat/completions', { 'content-type': 'application/json', 'content-encoding': encoding }, json, MB);
-    expect(await r).toMatchObject({ ok: false, problem: 'unsupported_encoding' });
+  it('reads compressed bytes under a coding the relay does not undo as the relay does: no model in them (the relay refuses them)', async () => {
+    expect(await read('deflate', deflateSync(json))).toEqual({ ok: true, model: null });
+    expect(await read('GZIP', gzipSync(json))).toEqual({ ok: true, model: null });
   });
 
-  it('still decodes a body that names a real coding beside identity', async () => {
-    const r = requestedModel('POST', '/v1/chat/completions', { 'content-type': 'application/json', 'content-encoding': 'identity, gzip' }, gzipSync(json), MB);
-    expect(await r).toEqual({ ok: true, model: 'vend-flash-free' });
+  it('reads the JSON a raw-deflate block hides, not what it inflates to (a free call passed as paid)', async () => {
+    // Bytes that are a JSON object naming the free model, and a final stored deflate block: `\t`
+    // opens it, `{"` is its length (0x227b), `\x84\xdd` that length's complement, then `1` and
+    // spaces: inflated, the JSON number 1, no model.
+    const len = 0x227b;
+    const head = Buffer.from([0x09, 0x7b, 0x22, 0x84, 0xdd]);
+    const block = Buffer.concat([Buffer.from('1'), Buffer.alloc(len - 1, 0x20)]);
+    const body = Buffer.concat([head, block, Buffer.from('":0,"model":"vend-flash-free","messages":[]}')]);
+    expect(inflateRawSync(body).toString().trim()).toBe('1');
+    expect(await read('deflate', body)).toEqual({ ok: true, model: 'vend-flash-free' });
   });
 
-  it('reads a large identity body while it arrives, as an unencoded one; a gzip body only after decoding', () => {
+  it('decodes gzip and br, and refuses zstd (415: Node 20 has no decoder)', async () => {
+    expect(await read('gzip', gzipSync(json))).toEqual({ ok: true, model: 'vend-flash-free' });
+    expect(await read('br', brotliCompressSync(json))).toEqual({ ok: true, model: 'vend-flash-free' });
+    expect(await read('zstd', json)).toMatchObject({ ok: false, problem: 'unsupported_encoding' });
+  });
+
+  it('reads a large body while it arrives unless the relay decodes it first', () => {
     const large = { 'content-type': 'application/json', 'content-length': String(4 * MB) };
     expect(modelPrepass('POST', '/v1/chat/completions', { ...large, 'content-encoding': 'identity' })).not.toBeNull();
+    expect(modelPrepass('POST', '/v1/chat/completions', { ...large, 'content-encoding': 'deflate' })).not.toBeNull();
     expect(modelPrepass('POST', '/v1/chat/completions', large)).not.toBeNull();
     expect(modelPrepass('POST', '/v1/chat/completions', { ...large, 'content-encoding': 'gzip' })).toBeNull();
   });

@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { BodyBudgetExceededError } from '../http/body-budget.js';
 import { planFor, routeOf, wildcardPlan, type ModelPlan, type Route } from '../routing/routes.js';
-import { decodeBody, needsDecoding, type DecodeBudget } from './decode.js';
+import { decodeBody, relayCoding, repeatedContentEncoding, type DecodeBudget, type RelayCoding } from './decode.js';
 import { FORM_TYPE, JSON_TYPE, modelByContentType, MULTIPART_TYPE, type ModelResult } from './content-type.js';
 import { firstQueryValue } from './form.js';
 import { engineModel, geminiPathModel } from './path.js';
@@ -14,6 +14,7 @@ import { ModelPrepass, type StructureHints } from './prepass.js';
 import { klingModel, jimengModel, midjourneyModel, sunoModel } from './tasks.js';
 
 export type { ModelPrepass };
+export { repeatedContentEncoding };
 
 export type { ModelResult };
 
@@ -34,15 +35,16 @@ export function modelPrepass(method: string, path: string, headers: IncomingHttp
   const plan = planFor(route, method);
   if (plan.kind !== 'body') return null;
   const ct = headers['content-type'];
-  if (ct === undefined || !ct.startsWith(JSON_TYPE) || needsDecoding(headers['content-encoding'])) return null;
+  if (ct === undefined || !ct.startsWith(JSON_TYPE) || relayCoding(method, headers['content-encoding']) !== null) return null;
   const length = headers['content-length'];
   if (length !== undefined && Number(length) < PREPASS_FROM) return null;
   return new ModelPrepass();
 }
 
 /**
- * The model a request asks for. A compressed body is decoded for inspection so that compression
- * cannot skip the free-tier check, off the event loop (`identity` is no compression).
+ * The model a request asks for. A body the relay decodes before reading it (relayCoding: exactly
+ * `gzip` or `br`) is decoded for inspection, off the event loop, so that compression cannot skip
+ * the free-tier check; any other is read as sent, as the relay reads it.
  */
 export async function requestedModel(
   method: string,
@@ -74,9 +76,10 @@ export async function requestedModel(
   }
   const ct = headers['content-type'] ?? '';
   // An empty body is read as it is: the relay refuses what it cannot read in it, if anything.
-  if (body !== null && body.length > 0 && needsDecoding(headers['content-encoding'])) {
+  const coding = relayCoding(method, headers['content-encoding']);
+  if (body !== null && body.length > 0 && coding !== null) {
     const p = plan;
-    return decodedModel(body, headers, maxBytes, budget ?? null, (b, h) => readPlan(p, ct, b, h, path, query));
+    return decodedModel(body, coding, maxBytes, budget ?? null, (b, h) => readPlan(p, ct, b, h, path, query));
   }
   return readPlan(plan, ct, body, hints ?? undefined, path, query);
 }
@@ -88,12 +91,12 @@ export async function requestedModel(
  */
 async function decodedModel(
   body: Buffer,
-  headers: IncomingHttpHeaders,
+  coding: RelayCoding,
   maxBytes: number,
   budget: DecodeBudget | null,
   read: (body: Buffer, hints: StructureHints | undefined) => ModelResult,
 ): Promise<ModelResult> {
-  const decoded = await decodeBody(body, headers['content-encoding'], maxBytes, budget);
+  const decoded = await decodeBody(body, coding, maxBytes, budget);
   if (!decoded.ok) {
     if (decoded.problem === 'busy') throw new BodyBudgetExceededError(decoded.reason);
     return { ok: false, problem: decoded.problem, reason: decoded.reason };

@@ -4,6 +4,7 @@
  * refused, never admitted uncounted. What a user notices is asserted: the status, the body's
  * shape, whether the relay saw the call, the model it read, and the user's free-tier counter.
  */
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { useHarness } from '../support/harness.js';
 import { freshUser, usedToday } from '../support/helpers.js';
@@ -123,6 +124,73 @@ describe('content-type confusion (issue #17, item 1): the model is read as the r
         status: seen?.modelError !== undefined ? 400 : 200,
       });
     }
+  });
+});
+
+describe('content codings: a body is decoded exactly where the relay decodes it (new-api: exactly gzip, br or zstd)', () => {
+  const h = useHarness({ store: 'memory' });
+  const json = Buffer.from('{"model":"vend-flash-free","messages":[]}');
+
+  /**
+   * A body that is a JSON object naming the free model as sent, and a final stored deflate block
+   * as inflated: `\t` opens the block, `{"` is its length (0x227b), the next two bytes its
+   * complement, then `1` and spaces: inflated, the JSON number 1, which names no model.
+   */
+  function jsonThatInflatesToNothing(): Buffer {
+    const len = 0x227b;
+    return Buffer.concat([Buffer.from([0x09, 0x7b, 0x22, 0x84, 0xdd]), Buffer.from('1'), Buffer.alloc(len - 1, 0x20), Buffer.from('":0,"model":"vend-flash-free","messages":[]}')]);
+  }
+
+  it.each([
+    ['deflate', jsonThatInflatesToNothing()],
+    ['DEFLATE', jsonThatInflatesToNothing()],
+    ['identity, deflate', jsonThatInflatesToNothing()],
+    ['deflate', deflateSync(json)],
+    ['x-gzip', json],
+    ['x-gzip', gzipSync(json)],
+    ['GZIP', gzipSync(json)],
+    ['gzip, identity', json],
+    ['gzip', gzipSync(json)],
+    ['br', brotliCompressSync(json)],
+  ] as const)('Content-Encoding %j: counted exactly when the relay read the free model', async (encoding, body) => {
+    const { user, key } = await freshUser(h, 'ce');
+    h.relay.reset();
+    const r = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}`, 'content-encoding': encoding }, body });
+    const seen = h.relay.requests[0];
+    expect(seen, 'forwarded').toBeDefined();
+    const free = seen!.model === FREE;
+    expect({ status: r.status, counted: await usedToday(h, user), rateLimit: r.headers.ratelimit !== undefined }).toEqual({
+      status: seen!.modelError !== undefined ? 400 : 200,
+      counted: free ? 1 : 0,
+      rateLimit: free,
+    });
+  });
+
+  it('the raw-deflate disguise is read as the relay reads it: a free call, counted, and refused once the minute is spent', async () => {
+    const { user, key } = await freshUser(h, 'ce-spent');
+    const headers = { authorization: `Bearer ${key}`, 'content-encoding': 'deflate' };
+    for (let i = 0; i < 20; i++) expect((await request(h.url, 'POST', '/v1/chat/completions', { headers, body: jsonThatInflatesToNothing() })).status).toBe(200);
+    h.relay.reset();
+    const r = await request(h.url, 'POST', '/v1/chat/completions', { headers, body: jsonThatInflatesToNothing() });
+    expect(r.status).toBe(429);
+    expect(h.relay.started).toBe(0);
+    expect(await usedToday(h, user)).toBe(20);
+  });
+
+  it('Content-Encoding on two lines (the relay reads the first, Node joins them): 400 in the JSON shape, nothing forwarded', async () => {
+    const { user, key } = await freshUser(h, 'ce-twice');
+    h.relay.reset();
+    const gz = gzipSync(json);
+    const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\ncontent-encoding: gzip\r\nContent-Length: ${gz.length}\r\n\r\n`;
+    const c = await openRaw(Number(new URL(h.url).port), Buffer.concat([Buffer.from(head), gz]));
+    const text = await c.waitFor(/\r\n\r\n\{.*\}$/s, 3_000);
+    c.destroy();
+    expect(finalStatus(text)).toBe(400);
+    const err = answerJson(text);
+    expect(err.error.code).toBe('invalid_request');
+    expect(err.error.message).toMatch(/Content-Encoding is sent more than once/);
+    expect(h.relay.started).toBe(0);
+    expect(await usedToday(h, user)).toBe(0);
   });
 });
 
