@@ -13,6 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
+import * as zlib from 'node:zlib';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -393,16 +394,21 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
   return standin;
 }
 
+/** Node's zstd decoder where it has one (Node 22.15 and later), which Node 20's types do not describe. */
+const zstdDecompressSync = (zlib as unknown as { zstdDecompressSync?: (b: Buffer) => Buffer }).zstdDecompressSync;
+
 /**
- * new-api's DecompressRequestMiddleware: a body sent with exactly `Content-Encoding: gzip` or `br`
- * (a single coding, compared as written) is undone before anything reads it; any other coding is
- * left as it is (zstd too: Node 20 has no zstd). Null where it cannot be undone (new-api: 400).
+ * new-api's DecompressRequestMiddleware: a body sent with exactly `Content-Encoding: gzip`, `br`
+ * or `zstd` (a single coding, compared as written) is undone before anything reads it; any other
+ * coding is left as it is (zstd too on Node 20, which has no zstd). Null where it cannot be undone
+ * (new-api: 400).
  */
 function decompressed(method: string, encoding: string | undefined, body: Buffer): Buffer | null {
   if (method === 'GET' || body.length === 0) return body;
   try {
     if (encoding === 'gzip') return gunzipSync(body);
     if (encoding === 'br') return brotliDecompressSync(body);
+    if (encoding === 'zstd' && zstdDecompressSync !== undefined) return zstdDecompressSync(body);
   } catch {
     return null;
   }

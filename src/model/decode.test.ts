@@ -1,7 +1,8 @@
+import * as zlib from 'node:zlib';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { BodyBudget } from '../http/body-budget.js';
-import { brotliWorkingSet, decodeBody, relayCoding, repeatedContentEncoding } from './decode.js';
+import { brotliWorkingSet, decodeBody, relayCoding, repeatedContentEncoding, zstdFrame } from './decode.js';
 import type { Decoded } from './decode.js';
 
 const JSON_BODY = Buffer.from(JSON.stringify({ model: 'vend-flash-free', messages: [{ role: 'user', content: 'hi '.repeat(100) }] }));
@@ -78,9 +79,82 @@ describe('decodeBody', () => {
     const inner = gzipSync(JSON_BODY);
     expect(decodedBody(await decodeBody(gzipSync(inner), 'gzip', MB))).toEqual(inner);
   });
+});
 
-  it('refuses zstd, which the relay decodes and Node 20 cannot (unsupported_encoding, a 415)', async () => {
-    expect(failure(await decodeBody(JSON_BODY, 'zstd', MB))).toEqual({ problem: 'unsupported_encoding', reason: 'unsupported content-encoding "zstd"' });
+/** Node's zstd compressor where it has one (Node 22.15 and later), which Node 20's types do not describe. */
+const zstdCompressSync = (zlib as unknown as { zstdCompressSync?: (b: Buffer) => Buffer }).zstdCompressSync;
+
+/** A zstd frame with a window descriptor (2^windowLog) and one raw block holding `content` (RFC 8878). */
+function rawZstdFrame(windowLog: number, content: Buffer): Buffer {
+  const block = 1 | (content.length << 3); // last block, raw, its size
+  return Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, (windowLog - 10) << 3, block & 0xff, (block >> 8) & 0xff, block >> 16]), content]);
+}
+
+describe('zstdFrame: the window a frame declares', () => {
+  it('reads a window descriptor, and a one-segment frame its content size', () => {
+    expect(zstdFrame(rawZstdFrame(27, Buffer.from('abc')))).toEqual({ window: 2 ** 27, oneSegment: false });
+    expect(zstdFrame(rawZstdFrame(10, Buffer.from('abc')))).toEqual({ window: 1024, oneSegment: false });
+    // One segment, a 4-byte content size of 1 MiB.
+    expect(zstdFrame(Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0xa0, 0x00, 0x00, 0x10, 0x00]))).toEqual({ window: MB, oneSegment: true });
+    // One segment, a 1-byte content size.
+    expect(zstdFrame(Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x07]))).toEqual({ window: 7, oneSegment: true });
+    expect(zstdFrame(Buffer.from('{"model":"x"}'))).toBeNull();
+  });
+});
+
+describe.runIf(zstdCompressSync !== undefined)('decodeBody: zstd, where Node has a decoder (the image: Node 26)', () => {
+  const zstd = zstdCompressSync!;
+
+  it('decodes a one-shot frame, holding a working set of its own size', async () => {
+    const budget = new BodyBudget(64 * MB);
+    const lease = budget.lease('client');
+    const frame = zstd(JSON_BODY);
+    expect(zstdFrame(frame)).toEqual({ window: JSON_BODY.length, oneSegment: true });
+    const r = await decodeBody(frame, 'zstd', MB, lease);
+    expect(decodedBody(r)).toEqual(JSON_BODY);
+    expect(budget.used).toBe(JSON_BODY.length);
+  });
+
+  it('stops a bomb at the limit as it decodes, and one that declares its size past it before decoding', async () => {
+    const budget = new BodyBudget(64 * MB);
+    const lease = budget.lease('client');
+    const bomb = zstd(Buffer.alloc(64 * MB));
+    expect(bomb.length).toBeLessThan(MB / 4);
+    expect(failure(await decodeBody(bomb, 'zstd', MB, lease)).problem).toBe('too_large');
+    // One segment declaring 64 MiB of content (then a raw block of 3 bytes): never decoded.
+    const declared = Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0xa0, 0x00, 0x00, 0x00, 0x04, 0x19, 0x00, 0x00, 0x61, 0x62, 0x63]);
+    expect(zstdFrame(declared)).toEqual({ window: 64 * MB, oneSegment: true });
+    expect(failure(await decodeBody(declared, 'zstd', MB, lease))).toEqual({ problem: 'too_large', reason: `decoded body exceeds ${MB} bytes` });
+    expect(budget.used).toBe(0);
+  });
+
+  it('refuses a frame asking a window past 8 MiB as invalid, before allocating it, and gives everything back', async () => {
+    const budget = new BodyBudget(64 * MB);
+    const r = failure(await decodeBody(rawZstdFrame(27, Buffer.from('abc')), 'zstd', MB, budget.lease('client')));
+    expect(r.problem).toBe('invalid');
+    expect(budget.used).toBe(0);
+    expect(decodedBody(await decodeBody(rawZstdFrame(23, Buffer.from('abc')), 'zstd', MB))).toEqual(Buffer.from('abc'));
+  });
+
+  it('refuses a later frame asking more window than the first (its working set was the first one)', async () => {
+    const two = Buffer.concat([rawZstdFrame(10, Buffer.from('a')), rawZstdFrame(20, Buffer.from('b'))]);
+    expect(failure(await decodeBody(two, 'zstd', MB)).problem).toBe('invalid');
+    const same = Buffer.concat([rawZstdFrame(12, Buffer.from('a')), rawZstdFrame(11, Buffer.from('b'))]);
+    expect(decodedBody(await decodeBody(same, 'zstd', MB))).toEqual(Buffer.from('ab'));
+  });
+
+  it('is refused while the budget cannot hold its window', async () => {
+    const tight = new BodyBudget(2 ** 20).lease('client');
+    expect(await decodeBody(rawZstdFrame(21, Buffer.from('abc')), 'zstd', MB, tight)).toMatchObject({ ok: false, problem: 'busy' });
+  });
+});
+
+describe.runIf(zstdCompressSync === undefined)('decodeBody: zstd without a decoder (Node 20)', () => {
+  it('refuses it: unsupported_encoding, a 415', async () => {
+    expect(failure(await decodeBody(JSON_BODY, 'zstd', MB))).toEqual({
+      problem: 'unsupported_encoding',
+      reason: 'unsupported content-encoding "zstd" (this Node has no zstd decoder)',
+    });
   });
 });
 

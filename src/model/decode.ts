@@ -2,8 +2,17 @@
  * Decodes a request body for inspection only, exactly where the relay decodes it; the original
  * bytes are forwarded untouched.
  */
-import { createBrotliDecompress, createGunzip, type BrotliDecompress, type Gunzip } from 'node:zlib';
+import type { Transform } from 'node:stream';
+import * as zlib from 'node:zlib';
 import { fieldLines } from '../http/fields.js';
+
+declare module 'zlib' {
+  /** Node 22.15, 23.8 and later (the image's Node 26 among them); absent in Node 20, which these types describe. */
+  const createZstdDecompress: ((options?: { chunkSize?: number; params?: Record<number, number> }) => Transform) | undefined;
+  namespace constants {
+    const ZSTD_d_windowLogMax: number | undefined;
+  }
+}
 
 /**
  * `held`: bytes taken from the budget for `body`, to be given back once it has been read. A
@@ -47,21 +56,25 @@ export function repeatedContentEncoding(contentEncoding: string | undefined, raw
   return contentEncoding?.includes(',') === true && fieldLines(rawHeaders, 'content-encoding') > 1;
 }
 
-type Decoder = Gunzip | BrotliDecompress;
-
 /** Output slices per thread-pool round trip: fewer trips than zlib's 16 KB default. */
 const CHUNK = 64 * 1024;
+
+/** How one body is decoded: its decoder, and the memory that decoder may hold besides its output. */
+interface Decoding {
+  open(): Transform;
+  workingSet: number;
+}
 
 /**
  * Decoders are zlib streams running in its thread pool (inflating megabytes on the event loop
  * would hold every other request), and their output is counted as it comes out: a bomb stops
  * at the limit, or when the bodies' budget cannot take more, without ever being held whole.
- * zstd, which the relay undoes too, has no decoder in Node 20: such a body is refused (415).
  */
-const DECODERS = new Map<RelayCoding, () => Decoder>([
-  ['gzip', () => createGunzip({ chunkSize: CHUNK })],
-  ['br', () => createBrotliDecompress({ chunkSize: CHUNK })],
-]);
+function decodingFor(coding: RelayCoding, input: Buffer, maxBytes: number): Decoding | Decoded {
+  if (coding === 'gzip') return { open: () => zlib.createGunzip({ chunkSize: CHUNK }), workingSet: ZLIB_WORKING_SET };
+  if (coding === 'br') return { open: () => zlib.createBrotliDecompress({ chunkSize: CHUNK }), workingSet: brotliWorkingSet(input) };
+  return zstdDecoding(input, maxBytes);
+}
 
 /** A zlib inflater's own memory: its state, its 32 KB window and its first output chunk, rounded up. */
 const ZLIB_WORKING_SET = 128 * 1024;
@@ -87,6 +100,60 @@ export function brotliWorkingSet(input: Buffer): number {
   return 2 ** wbits + BROTLI_TABLES + CHUNK;
 }
 
+/**
+ * The largest window a zstd frame may ask of the decoder, as a power of two: 8 MiB, what zstd's
+ * levels up to 19 use, or maxDecodedBodyBytes rounded up when larger (a frame of one segment,
+ * what one-shot compression writes, asks its content's size). A frame asking more (`--long`) is
+ * refused as invalid data (400) before its window is allocated.
+ */
+const ZSTD_WINDOW_LOG_MIN_CAP = 23;
+/** zstd's largest block, which its decoder buffers besides the window. */
+const ZSTD_BLOCK = 128 * 1024;
+
+/**
+ * zstd, where the runtime has a decoder (Node 22.15 and later: the image's Node 26; not Node 20,
+ * where such a body gets 415). The decoder's window is bounded by the first frame's own, and that
+ * window is its working set: a later frame asking more is refused. A frame of one segment that
+ * declares more content than `maxBytes` is refused as too large before anything is decoded.
+ */
+function zstdDecoding(input: Buffer, maxBytes: number): Decoding | Decoded {
+  const create = zlib.createZstdDecompress;
+  const windowLogMax = zlib.constants.ZSTD_d_windowLogMax;
+  if (create === undefined || windowLogMax === undefined)
+    return { ok: false, problem: 'unsupported_encoding', reason: 'unsupported content-encoding "zstd" (this Node has no zstd decoder)' };
+  const frame = zstdFrame(input);
+  if (frame?.oneSegment && frame.window > maxBytes) return tooLarge(maxBytes);
+  const cap = Math.max(ZSTD_WINDOW_LOG_MIN_CAP, Math.ceil(Math.log2(Math.max(maxBytes, 1))));
+  const windowLog = Math.min(cap, Math.max(10, Math.ceil(Math.log2(Math.max(frame?.window ?? 2 ** cap, 1)))));
+  return { open: () => create({ chunkSize: CHUNK, params: { [windowLogMax]: windowLog } }), workingSet: 2 ** windowLog + ZSTD_BLOCK + CHUNK };
+}
+
+/**
+ * The window a zstd body's first frame declares (RFC 8878 section 3.1.1.1), and whether that frame
+ * is one segment (its window is then its content's size); null when the body does not start with
+ * a frame's header.
+ */
+export function zstdFrame(input: Buffer): { window: number; oneSegment: boolean } | null {
+  if (input.length < 6 || input.readUInt32LE(0) !== 0xfd2fb528) return null;
+  const descriptor = input[4]!;
+  if ((descriptor & 0x20) === 0) {
+    // A window descriptor: exponent and mantissa.
+    const w = input[5]!;
+    const base = 2 ** (10 + (w >> 3));
+    return { window: base + (base / 8) * (w & 7), oneSegment: false };
+  }
+  // One segment: the window is the content size, after the dictionary id.
+  const at = 5 + [0, 1, 2, 4][descriptor & 3]!;
+  const size = [1, 2, 4, 8][descriptor >> 6]!;
+  if (input.length < at + size) return null;
+  let window: number;
+  if (size === 1) window = input[at]!;
+  else if (size === 2) window = input.readUInt16LE(at) + 256;
+  else if (size === 4) window = input.readUInt32LE(at);
+  else window = Number(input.readBigUInt64LE(at));
+  return { window, oneSegment: true };
+}
+
 function failed(coding: string, err: unknown): Decoded {
   const detail = err instanceof Error ? `: ${err.message}` : '';
   return { ok: false, problem: 'invalid', reason: `body is not valid ${coding} data${detail}` };
@@ -99,11 +166,11 @@ const BUSY: Decoded = { ok: false, problem: 'busy', reason: 'the request bodies 
  * `budget` as it comes out (and the decoder's own memory for as long as it runs). On success
  * the output stays taken; on failure everything this layer took is given back.
  */
-function undo(coding: RelayCoding, decoder: () => Decoder, input: Buffer, maxBytes: number, budget: DecodeBudget | null): Promise<Buffer | Decoded> {
-  const workingSet = coding === 'br' ? brotliWorkingSet(input) : ZLIB_WORKING_SET;
+function undo(coding: RelayCoding, decoding: Decoding, input: Buffer, maxBytes: number, budget: DecodeBudget | null): Promise<Buffer | Decoded> {
+  const workingSet = decoding.workingSet;
   if (budget !== null && !budget.take(workingSet)) return Promise.resolve(BUSY);
   return new Promise((resolve) => {
-    const z = decoder();
+    const z = decoding.open();
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
@@ -136,10 +203,10 @@ function undo(coding: RelayCoding, decoder: () => Decoder, input: Buffer, maxByt
  * bytes are counted in it (`held` says how many to give back once read).
  */
 export async function decodeBody(body: Buffer, coding: RelayCoding, maxBytes: number, budget?: DecodeBudget | null): Promise<Decoded> {
-  const decoder = DECODERS.get(coding);
-  if (decoder === undefined) return { ok: false, problem: 'unsupported_encoding', reason: `unsupported content-encoding "${coding}"` };
+  const decoding = decodingFor(coding, body, maxBytes);
+  if (!('open' in decoding)) return decoding;
   const b = budget ?? null;
-  const r = await undo(coding, decoder, body, maxBytes, b);
+  const r = await undo(coding, decoding, body, maxBytes, b);
   if (!Buffer.isBuffer(r)) return r;
   return { ok: true, body: r, held: b === null ? 0 : r.length };
 }

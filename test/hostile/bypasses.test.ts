@@ -4,6 +4,7 @@
  * refused, never admitted uncounted. What a user notices is asserted: the status, the body's
  * shape, whether the relay saw the call, the model it read, and the user's free-tier counter.
  */
+import * as zlib from 'node:zlib';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { useHarness } from '../support/harness.js';
@@ -164,6 +165,24 @@ describe('content codings: a body is decoded exactly where the relay decodes it 
       counted: free ? 1 : 0,
       rateLimit: free,
     });
+  });
+
+  const zstdCompressSync = (zlib as unknown as { zstdCompressSync?: (b: Buffer) => Buffer }).zstdCompressSync;
+  it.runIf(zstdCompressSync !== undefined)('Content-Encoding zstd (Codex CLI sends it): decoded as the relay decodes it, and counted', async () => {
+    const { user, key } = await freshUser(h, 'ce-zstd');
+    h.relay.reset();
+    const r = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}`, 'content-encoding': 'zstd' }, body: zstdCompressSync!(json) });
+    expect(r.status).toBe(200);
+    expect(h.relay.requests[0]?.model).toBe(FREE);
+    expect(r.headers.ratelimit).toBeDefined();
+    expect(await usedToday(h, user)).toBe(1);
+  });
+  it.runIf(zstdCompressSync === undefined)('Content-Encoding zstd on a Node without a zstd decoder (Node 20): 415, nothing forwarded', async () => {
+    const { key } = await freshUser(h, 'ce-zstd');
+    h.relay.reset();
+    const r = await request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}`, 'content-encoding': 'zstd' }, body: json });
+    expect(r.status).toBe(415);
+    expect(h.relay.started).toBe(0);
   });
 
   it('the raw-deflate disguise is read as the relay reads it: a free call, counted, and refused once the minute is spent', async () => {

@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
+import * as zlib from 'node:zlib';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -19,6 +20,9 @@ import { eventually, sleep } from '../support/time.js';
 import { capturedLog } from '../support/log.js';
 
 const MiB = 1024 * 1024;
+
+/** zstd's ZSTD_c_windowLog parameter (zstd.h), which Node 20's types do not name. */
+const ZSTD_C_WINDOW_LOG = 101;
 
 /** A JSON body of exactly `size` bytes that names a paid model. */
 function jsonBody(size: number): Buffer {
@@ -76,7 +80,7 @@ describe('memory: request bodies in flight (sluice as its own process)', () => {
     await relay?.close();
   });
 
-  it('stay under the Pod memory limit, with room left for a full connection cap of streams, whatever arrives at once: 32 MiB bodies, gzip and brotli bombs, bodies sent half and stalled', async () => {
+  it('stay under the Pod memory limit, with room left for a full connection cap of streams, whatever arrives at once: 32 MiB bodies, gzip, brotli and (where Node decodes it) zstd bombs, bodies sent half and stalled', async () => {
     const key = await child.createKey('flood');
     const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const limit = podMemoryLimit();
@@ -92,6 +96,10 @@ describe('memory: request bodies in flight (sluice as its own process)', () => {
     const br = brotliCompressSync(raw, { params: { [constants.BROTLI_PARAM_LGWIN]: 24, [constants.BROTLI_PARAM_QUALITY]: 4 } });
     expect(gz.length).toBeLessThan(64 * 1024);
     expect(br.length).toBeLessThan(1024);
+    // And zstd where Node has it (the image's Node 26): a frame with an 8 MiB window.
+    const zstdCompressSync = (zlib as unknown as { zstdCompressSync?: (b: Buffer, o: { params: Record<number, number> }) => Buffer }).zstdCompressSync;
+    const zs = zstdCompressSync?.(raw, { params: { [ZSTD_C_WINDOW_LOG]: 23 } });
+    if (zs) expect(zs.length).toBeLessThan(64 * 1024);
 
     // Two waves, all at once within each: bodies declared at 32 MiB, half sent, then nothing (they
     // stay to the end); 32 MiB bodies sent whole; gzip and brotli bombs.
@@ -108,6 +116,7 @@ describe('memory: request bodies in flight (sluice as its own process)', () => {
       for (let i = 0; i < 6; i++) flood.push(post(child.port, '/v1/responses', auth, raw));
       for (let i = 0; i < 16; i++) flood.push(post(child.port, '/v1/responses', { ...auth, 'content-encoding': 'gzip' }, gz));
       for (let i = 0; i < 16; i++) flood.push(post(child.port, '/v1/responses', { ...auth, 'content-encoding': 'br' }, br));
+      for (let i = 0; zs && i < 16; i++) flood.push(post(child.port, '/v1/responses', { ...auth, 'content-encoding': 'zstd' }, zs));
       const got = await Promise.race([Promise.all(flood), sleep(60_000).then(() => null)]);
       expect(got, 'every request of the wave is answered within 60 s').not.toBeNull();
       answers.push(...got!);
