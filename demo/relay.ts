@@ -210,7 +210,8 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
       const query = q === -1 ? '' : url.slice(q + 1);
       const method = req.method ?? 'GET';
       const body = chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks);
-      // Go's Header.Get: the first Content-Encoding line alone (Node joins repeated ones).
+      // Go's Header.Get: the first Content-Encoding line alone. (Through sluice there is one line:
+      // http-proxy forwards Node's joined value.)
       const decoded = decompressed(method, req.headersDistinct['content-encoding']?.[0], body);
       const dist: Promise<Distributed> = decoded === null ? Promise.resolve({ kind: 'error', status: 400, message: '' }) : distribute(method, path, query, req.headers, decoded);
       void dist.then((d) => record(req, res, { method, url, path, query, body, decoded: decoded ?? body, dist: d }));

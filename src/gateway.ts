@@ -24,7 +24,7 @@ import { connectionNamesJudgedField, prepareRequestHeaders } from './forward/hea
 import type { ForwardResult, Forwarder } from './forward/proxy.js';
 import type { Metrics } from './metrics/index.js';
 import { RELAY_DB_SOURCE } from './auth/relay-db/source.js';
-import { modelPrepass, repeatedContentEncoding, requestedModel, type ModelPrepass } from './model/index.js';
+import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.js';
 import type { Outcome } from './answers/outcome.js';
 import type { Policy } from './limits/policy.js';
 import { newRequestId } from './http/request-id.js';
@@ -258,9 +258,6 @@ export function createGateway(d: GatewayDeps): Gateway {
       return refuse(res, t, Refusals.BAD_REQUEST, {
         params: { reason: `the Connection header names ${stripped}, which sluice reads or rewrites; forwarded, it would be removed before the relay saw it` },
       });
-    }
-    if (repeatedContentEncoding(req.headers['content-encoding'], req.rawHeaders)) {
-      return refuse(res, t, Refusals.BAD_REQUEST, { params: { reason: 'Content-Encoding is sent more than once; the relay reads only the first' } });
     }
 
     // 2. Per-IP limits, before authentication: every request counts.

@@ -4,7 +4,6 @@
  * gave a key, is done here. Pure.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { fieldLines } from '../http/fields.js';
 import { lookupKey } from './keys.js';
 import type { HeaderReason } from './reasons.js';
 
@@ -33,7 +32,7 @@ export function presentedKeys(headers: IncomingHttpHeaders, rules: CredentialRul
   const auth = headers.authorization;
   // Node keeps only the first of several Authorization lines (and the relay, Go, reads only the
   // first): a second one with a wrong key would go unseen, so a repeated one is ambiguous.
-  if (auth !== undefined) out.push(fieldLines(rawHeaders, 'authorization') > 1 ? '' : bearerToken(auth));
+  if (auth !== undefined) out.push(occurrences(rawHeaders, 'authorization') > 1 ? '' : bearerToken(auth));
   if (rules.xApiKey) {
     const v = headers['x-api-key'];
     if (v !== undefined) out.push(single(v, rawHeaders, 'x-api-key'));
@@ -57,13 +56,23 @@ export function headerReason(headers: IncomingHttpHeaders, rules: CredentialRule
   for (const name of KEY_HEADERS) {
     const v = headers[name];
     if (v === undefined || !counts(name)) continue;
-    if (fieldLines(rawHeaders, name) > 1) return 'repeated_header';
+    if (occurrences(rawHeaders, name) > 1) return 'repeated_header';
     const text = (Array.isArray(v) ? v.join(', ') : v).trim();
     const key = name === 'authorization' ? bearerToken(text) : text;
     if (name === 'authorization' && key === '' && !/^bearer([ \t]|$)/i.test(text)) return 'not_bearer';
     if (lookupKey(key) === '') return 'empty_key';
   }
   return 'empty_key';
+}
+
+/** How many times a field appears in a raw header list (name, value, name, value, ...), in any case. */
+function occurrences(raw: readonly string[], name: string): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const field = raw[i]!;
+    if (field.length === name.length && field.toLowerCase() === name) n++;
+  }
+  return n;
 }
 
 /**
@@ -73,7 +82,7 @@ export function headerReason(headers: IncomingHttpHeaders, rules: CredentialRule
  */
 function single(v: string | string[], raw: readonly string[], name: string): string {
   if (Array.isArray(v)) return '';
-  return v.includes(',') && fieldLines(raw, name) > 1 ? '' : v.trim();
+  return v.includes(',') && occurrences(raw, name) > 1 ? '' : v.trim();
 }
 
 /** `Bearer <token>`, scheme case-insensitive; anything else yields "". */

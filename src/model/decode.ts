@@ -4,8 +4,8 @@
  */
 import type { Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
-import { fieldLines } from '../http/fields.js';
 
+// Node 20's types lack zlib's zstd; remove this once @types/node leaves the 20 line (docs/development.md).
 declare module 'zlib' {
   /** Node 22.15, 23.8 and later (the image's Node 26 among them); absent in Node 20, which these types describe. */
   const createZstdDecompress: ((options?: { chunkSize?: number; params?: Record<number, number> }) => Transform) | undefined;
@@ -40,20 +40,12 @@ export type RelayCoding = 'gzip' | 'br' | 'zstd';
  * `identity, gzip`) is left as sent and the relay reads the body raw: so does sluice. Decoding what
  * the relay reads raw would let one body be read two ways: a raw-deflate stored block whose bytes
  * are also a JSON object naming a free model was counted as the paid call it inflated to.
- * A Content-Encoding sent more than once is refused before this (the relay reads only the first).
+ * Lines of a repeated Content-Encoding reach the relay as Node's one joined value (`gzip, gzip`:
+ * http-proxy forwards the parsed headers), which both read as sent.
  */
 export function relayCoding(method: string, contentEncoding: string | undefined): RelayCoding | null {
   if (method === 'GET') return null;
   return contentEncoding === 'gzip' || contentEncoding === 'br' || contentEncoding === 'zstd' ? contentEncoding : null;
-}
-
-/**
- * Content-Encoding sent on more than one line: Node joins them (`gzip, gzip` reads as a list the
- * relay leaves raw), while the relay undoes the first line's coding alone. Read two ways, the
- * request is refused (400).
- */
-export function repeatedContentEncoding(contentEncoding: string | undefined, rawHeaders: readonly string[]): boolean {
-  return contentEncoding?.includes(',') === true && fieldLines(rawHeaders, 'content-encoding') > 1;
 }
 
 /** Output slices per thread-pool round trip: fewer trips than zlib's 16 KB default. */
@@ -107,8 +99,10 @@ export function brotliWorkingSet(input: Buffer): number {
  * refused as invalid data (400) before its window is allocated.
  */
 const ZSTD_WINDOW_LOG_MIN_CAP = 23;
-/** zstd's largest block, which its decoder buffers besides the window. */
+/** zstd's largest block: its decoder holds one of input and one of output beside the window. */
 const ZSTD_BLOCK = 128 * 1024;
+/** A zstd decoder's own state (about 100 KB measured on Node 26), rounded up. */
+const ZSTD_CONTEXT = 128 * 1024;
 
 /**
  * zstd, where the runtime has a decoder (Node 22.15 and later: the image's Node 26; not Node 20,
@@ -125,7 +119,10 @@ function zstdDecoding(input: Buffer, maxBytes: number): Decoding | Decoded {
   if (frame?.oneSegment && frame.window > maxBytes) return tooLarge(maxBytes);
   const cap = Math.max(ZSTD_WINDOW_LOG_MIN_CAP, Math.ceil(Math.log2(Math.max(maxBytes, 1))));
   const windowLog = Math.min(cap, Math.max(10, Math.ceil(Math.log2(Math.max(frame?.window ?? 2 ** cap, 1)))));
-  return { open: () => create({ chunkSize: CHUNK, params: { [windowLogMax]: windowLog } }), workingSet: 2 ** windowLog + ZSTD_BLOCK + CHUNK };
+  return {
+    open: () => create({ chunkSize: CHUNK, params: { [windowLogMax]: windowLog } }),
+    workingSet: 2 ** windowLog + 2 * Math.min(2 ** windowLog, ZSTD_BLOCK) + ZSTD_CONTEXT + CHUNK,
+  };
 }
 
 /**

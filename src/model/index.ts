@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { BodyBudgetExceededError } from '../http/body-budget.js';
 import { planFor, routeOf, wildcardPlan, type ModelPlan, type Route } from '../routing/routes.js';
-import { decodeBody, relayCoding, repeatedContentEncoding, type DecodeBudget, type RelayCoding } from './decode.js';
+import { decodeBody, relayCoding, type DecodeBudget, type RelayCoding } from './decode.js';
 import { FORM_TYPE, JSON_TYPE, modelByContentType, MULTIPART_TYPE, type ModelResult } from './content-type.js';
 import { firstQueryValue } from './form.js';
 import { engineModel, geminiPathModel } from './path.js';
@@ -14,7 +14,6 @@ import { ModelPrepass, type StructureHints } from './prepass.js';
 import { klingModel, jimengModel, midjourneyModel, sunoModel } from './tasks.js';
 
 export type { ModelPrepass };
-export { repeatedContentEncoding };
 
 export type { ModelResult };
 
