@@ -399,8 +399,13 @@ export async function distribute(method: string, path: string, rawQuery: string,
     model = r.model;
   }
   if (model === '') return err(MODEL_REQUIRED);
+  // WithCompactModelSuffix: a compaction routes on the model's compact variant (an id that already
+  // ends so is left alone).
+  if (path.startsWith('/v1/responses/compact') && !model.endsWith(COMPACT_SUFFIX)) model += COMPACT_SUFFIX;
   return { kind: 'model', model };
 }
+
+const COMPACT_SUFFIX = '-openai-compact';
 
 // ---------------------------------------------------------------------------------------------
 // Model lists (controller/model.go), keys as Go writes them

@@ -39,6 +39,22 @@ describe('freeModelRule', () => {
     for (const m of [' vend-flash-free', 'vend\u2010flash-free']) expect([m, bySuffix(m), listed(m)]).toEqual([m, true, false]);
   });
 
+  it("takes a free id's compact variant, the id new-api routes /v1/responses/compact on (-openai-compact), as the relay's database would", () => {
+    for (const m of [
+      'vend-flash-free-openai-compact',
+      'vend-flash-free-OpenAI-Compact',
+      'VEND-FLASH-FREE-openai-compact  ',
+      'vend-flash-frée-openai-compact',
+      'vend-flash-free-openai-ćompact',
+    ]) {
+      expect([m, bySuffix(m), listed(m)]).toEqual([m, true, true]);
+    }
+    // Not the compact variant of a free id.
+    for (const m of ['vend-flash-openai-compact', '-openai-compact', 'vend-flash-free -openai-compact', 'vend-flash-free-openai-compact-2', 'vend-flash-freeopenai-compact']) {
+      expect([m, bySuffix(m), listed(m)]).toEqual([m, false, false]);
+    }
+  });
+
   it('folds the rule as well as the id: a list id or suffix in capitals or full width', () => {
     expect(freeModelRule({ modelSuffix: '-FREE', models: null })('vend-flash-free')).toBe(true);
     expect(freeModelRule({ modelSuffix: '-free', models: ['Vend-Flash-ＦＲＥＥ'] })('vend-flash-free')).toBe(true);

@@ -103,9 +103,17 @@ export function modelFolds(model: string): string[] {
 }
 
 /**
+ * new-api routes a `/v1/responses/compact` call on `<model>-openai-compact` (`WithCompactModelSuffix`,
+ * which leaves an id that already ends so alone), the channel entry of the model's compact variant.
+ * A client may name that id itself, on that route or another: it is judged as its base too.
+ */
+const COMPACT_SUFFIX = '-openai-compact';
+
+/**
  * The free rule, applied as the relay's database compares: `model` is free when, in one reading,
  * its fold ends with the suffix's fold (`freeTier.modelSuffix`), or equals the fold of an id of
  * the list (`freeTier.models`); and when it is longer than MAX_FOLDED_LENGTH and not plain ASCII.
+ * The compact variant of a free id (COMPACT_SUFFIX) is free as well.
  * A plain ASCII id is judged by its end (suffix rule) or only when no longer than the longest id
  * (list), so that no id costs more than its trailing spaces to judge.
  */
@@ -114,15 +122,22 @@ export function freeModelRule(rule: { modelSuffix: string; models: readonly stri
   const ids = READINGS.map((r) => new Set((models ?? []).map((m) => foldWith(m, r))));
   const longest = Math.max(0, ...ids.flatMap((set) => [...set].map((f) => f.length)));
   const suffixes = READINGS.map((r) => foldWith(rule.modelSuffix, r));
-  const plainIsFree = (model: string): boolean => {
-    const id = trimSpacesEnd(model);
+  const plainFree = (id: string): boolean => {
     if (models !== null) return id.length <= longest && ids.some((set) => set.has(id.toLowerCase()));
     return suffixes.some((s) => id.length >= s.length && id.slice(id.length - s.length).toLowerCase() === s);
   };
+  const plainIsFree = (model: string): boolean => {
+    const id = trimSpacesEnd(model);
+    if (plainFree(id)) return true;
+    const base = id.length - COMPACT_SUFFIX.length;
+    return base > 0 && id.slice(base).toLowerCase() === COMPACT_SUFFIX && plainFree(id.slice(0, base));
+  };
+  // One fold per reading, of the suffix as of the id (the suffix is plain ASCII: the same in each).
+  const compact = foldWith(COMPACT_SUFFIX, READINGS[0]!);
+  const foldIsFree = (f: string, i: number): boolean => (models !== null ? ids[i]!.has(f) : f.endsWith(suffixes[i]!));
   return (model) => {
     if (PLAIN.test(model)) return plainIsFree(model);
     if (model.length > MAX_FOLDED_LENGTH) return true;
-    const forms = modelFolds(model);
-    return models !== null ? forms.some((f, i) => ids[i]!.has(f)) : forms.some((f, i) => f.endsWith(suffixes[i]!));
+    return modelFolds(model).some((f, i) => foldIsFree(f, i) || (f.length > compact.length && f.endsWith(compact) && foldIsFree(f.slice(0, -compact.length), i)));
   };
 }

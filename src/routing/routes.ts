@@ -132,7 +132,8 @@ exact('/v1/chat/completions', { family: 'chat', post: GENERIC });
 exact('/v1/completions', { family: 'chat', post: GENERIC });
 exact('/v1/messages', { family: 'messages', post: GENERIC });
 exact('/v1/responses', { family: 'responses', post: GENERIC });
-// The relay appends `-openai-compact` to the model it routes on; the call is counted as the model the client named.
+// The relay appends `-openai-compact` to the model it routes on (unless the client named that id):
+// the free rule takes a free id's compact variant as free (src/limits/model-fold.ts).
 exact('/v1/responses/compact', { family: 'responses', post: GENERIC });
 for (const p of ['/v1/alpha/search', '/v1/edits', '/v1/embeddings', '/v1/rerank', '/v1/images/variations', '/v1/files', '/v1/fine-tunes']) {
   exact(p, { family: 'v1_other', post: GENERIC });

@@ -214,6 +214,35 @@ describe('content codings: a body is decoded exactly where the relay decodes it 
   });
 });
 
+describe("a free model's compact variant (new-api routes /v1/responses/compact on <model>-openai-compact)", () => {
+  const h = useHarness({ store: 'memory' });
+
+  it.each([
+    ['/v1/responses/compact', FREE],
+    ['/v1/responses/compact', `${FREE}-openai-compact`],
+    ['/v1/responses', `${FREE}-openai-compact`],
+  ])('%s naming %s reaches the compact variant of the free model, and is counted', async (path, model) => {
+    const { user, key } = await freshUser(h, 'compact');
+    h.relay.reset();
+    const r = await request(h.url, 'POST', path, { headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model, input: 'hi' }) });
+    expect(r.status).toBe(200);
+    expect(h.relay.requests[0]?.model).toBe(`${FREE}-openai-compact`);
+    expect(await usedToday(h, user)).toBe(1);
+  });
+
+  it('a paid model on the same route is not counted', async () => {
+    const { user, key } = await freshUser(h, 'compact-paid');
+    h.relay.reset();
+    const r = await request(h.url, 'POST', '/v1/responses/compact', {
+      headers: { authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model: 'vend-flash-openai-compact', input: 'hi' }),
+    });
+    expect(r.status).toBe(200);
+    expect(h.relay.requests[0]?.model).toBe('vend-flash-openai-compact');
+    expect(await usedToday(h, user)).toBe(0);
+  });
+});
+
 describe('model routes outside /v1 and /v1beta (issue #17, item 2): every route where the relay reads a model counts', () => {
   const h = useHarness({ store: 'memory' });
 
