@@ -81,6 +81,32 @@ describe.each(CASES)('relay keys on %s (%s schema)', (dialect, flavour) => {
     }
   });
 
+  it('refuses a NULL expiry or quota as the relay reads them (Go: 0), and admits a NULL quota of an unlimited token', async () => {
+    const noExpiry = await fx.addToken(user);
+    const noQuota = await fx.addToken(user);
+    const unlimited = await fx.addToken(user, { unlimited_quota: true });
+    await fx.exec('UPDATE tokens SET expired_time = NULL WHERE id = ?', [noExpiry.id]);
+    await fx.exec('UPDATE tokens SET remain_quota = NULL WHERE id = ?', [noQuota.id]);
+    await fx.exec('UPDATE tokens SET remain_quota = NULL WHERE id = ?', [unlimited.id]);
+    expect(await find(src.source, `sk-${noExpiry.key}`)).toEqual({ reason: 'key_expired', id: String(noExpiry.id), user: String(user) });
+    expect(await find(src.source, `sk-${noQuota.key}`)).toEqual({ reason: 'key_exhausted', id: String(noQuota.id), user: String(user) });
+    expect(await find(src.source, `sk-${unlimited.key}`)).toMatchObject({ id: String(unlimited.id), user: String(user) });
+  });
+
+  it('keeps 64-bit user ids past 2^53 apart: two users, two identities', async () => {
+    const ids = ['9007199254740992', '9007199254740993'];
+    // Both users made first: a new row's id would follow the first large one.
+    const users = [await fx.addUser(), await fx.addUser()];
+    const found: unknown[] = [];
+    for (const [i, id] of ids.entries()) {
+      const t = await fx.addToken(user);
+      await fx.exec('UPDATE users SET id = ? WHERE id = ?', [id, users[i]]);
+      await fx.exec('UPDATE tokens SET user_id = ? WHERE id = ?', [id, t.id]);
+      found.push(await find(src.source, `sk-${t.key}`));
+    }
+    expect(found.map((f) => (f as { user: string }).user)).toEqual(ids);
+  });
+
   it('admits a token with a future expiry, and an unlimited one with no quota left', async () => {
     const future = await fx.addToken(user, { expired_time: now() + 3600 });
     const unlimited = await fx.addToken(user, { remain_quota: 0, unlimited_quota: true });

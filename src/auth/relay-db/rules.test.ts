@@ -3,14 +3,14 @@ import { couldBeRelayKey, judgeToken, storedKey, type TokenRow } from './rules.j
 
 const NOW = 1_800_000_000;
 const row = (over: Partial<TokenRow> = {}): TokenRow => ({
-  id: 7,
+  id: '7',
   key: 'abc',
   status: 1,
   deleted: false,
   expiredTime: -1,
   remainQuota: 100,
   unlimitedQuota: false,
-  userId: 42,
+  userId: '42',
   userStatus: 1,
   userDeleted: false,
   ...over,

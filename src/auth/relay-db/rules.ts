@@ -7,7 +7,8 @@ import type { KeyStateReason } from '../reasons.js';
 
 /** A token row joined with its user, normalised across PostgreSQL, MySQL and SQLite. */
 export interface TokenRow {
-  id: number;
+  /** Ids as text: a relay's 64-bit ids may pass 2^53. */
+  id: string;
   /** The key as stored: without `sk-`. */
   key: string;
   status: number;
@@ -17,7 +18,7 @@ export interface TokenRow {
   expiredTime: number;
   remainQuota: number;
   unlimitedQuota: boolean;
-  userId: number;
+  userId: string;
   /** Null when no user row joined (a hard-deleted user whose tokens remain). */
   userStatus: number | null;
   /** new-api: `users.deleted_at` set. one-api has no soft delete (its status 3 means deleted). */
@@ -72,12 +73,24 @@ export function truthy(v: unknown): boolean {
   return v === true || v === 1 || v === '1' || v === 't' || v === 'true' || v === 1n;
 }
 
-/** A driver's integer: node-postgres gives int8 as a string, mysql2 may too for large values. */
+/**
+ * A driver's integer as the relay reads it into a Go int: NULL is 0 (GORM leaves the field at its
+ * zero value, so a NULL expiry or quota refuses the key); node-postgres gives int8 as a string,
+ * mysql2 too for large values.
+ */
 export function integer(v: unknown): number {
+  if (v === null || v === undefined) return 0;
   if (typeof v === 'number') return v;
   if (typeof v === 'bigint') return Number(v);
   if (typeof v === 'string' && v.trim() !== '') return Number(v);
   return Number.NaN;
+}
+
+/** A row's id as text, exact past 2^53 (where the drivers give a string); NULL is 0, as in Go. */
+export function idText(v: unknown): string {
+  if (v === null || v === undefined) return '0';
+  if (typeof v === 'string') return v.trim();
+  return String(v);
 }
 
 /** The stored key as compared: PostgreSQL pads a `char(48)` column (installs before 2026-04) with spaces. */

@@ -163,8 +163,8 @@ export class RelayKeySource implements KeySource {
     if (row === null) return 'unknown';
     const verdict = judgeToken(row, Math.floor(this.o.clock.now() / 1000));
     // Why, and whose: the request's access line says it (src/auth/reasons.ts).
-    if (!verdict.ok) return { reason: verdict.reason, id: String(row.id), user: String(row.userId) };
-    return { id: String(row.id), user: String(row.userId), hash };
+    if (!verdict.ok) return { reason: verdict.reason, id: row.id, user: row.userId };
+    return { id: row.id, user: row.userId, hash };
   }
 
   /**

@@ -3,7 +3,7 @@
  * `key` and `group` are reserved words (quoted), keys are always bound parameters, and the key
  * column is compared bare (no function around it) so the unique index serves the lookup.
  */
-import { integer, storedKey, truthy, type TokenRow } from './rules.js';
+import { idText, integer, storedKey, truthy, type TokenRow } from './rules.js';
 
 export type Dialect = 'postgres' | 'mysql' | 'sqlite';
 
@@ -89,10 +89,12 @@ export function tokensByKeyStatement(d: Dialect, shape: SchemaShape, keys: reado
   const k = quote(d, 'key');
   const userDeleted = shape.usersDeletedAt ? 'CASE WHEN u.deleted_at IS NULL THEN 0 ELSE 1 END' : '0';
   const deleted = shape.schema === 'new-api' ? 'CASE WHEN t.deleted_at IS NULL THEN 0 ELSE 1 END' : '0';
+  // Ids as text: a 64-bit id past 2^53 would reach JavaScript rounded, and two users would be one.
+  const text = d === 'mysql' ? 'CHAR' : 'TEXT';
   return {
     sql:
-      `SELECT t.id AS id, t.${k} AS token_key, t.status AS status, ${deleted} AS deleted, t.expired_time AS expired_time, ` +
-      `t.remain_quota AS remain_quota, t.unlimited_quota AS unlimited_quota, t.user_id AS user_id, ` +
+      `SELECT CAST(t.id AS ${text}) AS id, t.${k} AS token_key, t.status AS status, ${deleted} AS deleted, t.expired_time AS expired_time, ` +
+      `t.remain_quota AS remain_quota, t.unlimited_quota AS unlimited_quota, CAST(t.user_id AS ${text}) AS user_id, ` +
       `u.status AS user_status, ${userDeleted} AS user_deleted ` +
       `FROM tokens t LEFT JOIN users u ON u.id = t.user_id ` +
       `WHERE t.${k} IN (${placeholders(d, keys.length)})`,
@@ -104,14 +106,14 @@ export function tokensByKeyStatement(d: Dialect, shape: SchemaShape, keys: reado
 export function tokenRow(r: Record<string, unknown>): TokenRow {
   const userStatus = r.user_status === null || r.user_status === undefined ? null : integer(r.user_status);
   return {
-    id: integer(r.id),
+    id: idText(r.id),
     key: storedKey(r.token_key),
     status: integer(r.status),
     deleted: truthy(r.deleted),
     expiredTime: integer(r.expired_time),
     remainQuota: integer(r.remain_quota),
     unlimitedQuota: truthy(r.unlimited_quota),
-    userId: integer(r.user_id),
+    userId: idText(r.user_id),
     userStatus,
     userDeleted: truthy(r.user_deleted),
   };
