@@ -51,7 +51,8 @@ const ipLimitRule = Type.Object({
 
 export const DEFAULT_IP_LIMITS: ReadonlyArray<Static<typeof ipLimitRule>> = Object.freeze([
   { name: 'usage-query', paths: ['/api/log/token', '/api/usage/token/'], limit: 20, windowSeconds: 1200, shadow: false },
-  { name: 'api-and-dashboard', paths: ['/api/*', '/v1/dashboard/*'], limit: 360, windowSeconds: 180, shadow: false },
+  // The relay serves /v1/dashboard/billing/* at /dashboard/billing/* as well (router/dashboard.go).
+  { name: 'api-and-dashboard', paths: ['/api/*', '/v1/dashboard/*', '/dashboard/billing/*'], limit: 360, windowSeconds: 180, shadow: false },
 ]);
 
 /** server.maxConnections when unset: this many, or fewer if the descriptor limit leaves room for fewer. */

@@ -193,6 +193,8 @@ export function routeOf(path: string): Route {
   if (hit !== undefined) return hit;
   // Midjourney's `/:mode/mj` group matches any first segment, `/v1` and `/api` included.
   if (isMidjourney(path)) return MJ_ROUTE;
+  // The relay's alias of /v1/dashboard/billing/*.
+  if (path.startsWith('/dashboard/billing/')) return DASHBOARD;
   if (path.startsWith('/v1/')) {
     if (path.startsWith('/v1/chat/')) return CHAT_OTHER;
     if (path.startsWith('/v1/responses/')) return RESPONSES_OTHER;

@@ -120,14 +120,17 @@ describe.each(STORE_KINDS)('per-IP limits on the %s store', (kind) => {
     expect((await get('/api/usage/token/', ip)).status).toBe(429);
   });
 
-  it('limits other /api/* and /v1/dashboard/* to 360 per 180 s, a budget separate from the usage queries', async () => {
+  it('limits other /api/*, /v1/dashboard/* and its alias /dashboard/billing/* to 360 per 180 s, a budget separate from the usage queries', async () => {
     const ip = '203.0.113.20';
+    // The relay serves the billing endpoints at /dashboard/billing/* too: the same budget.
+    const paths = ['/api/status', '/v1/dashboard/billing/usage', '/dashboard/billing/usage'];
     for (let i = 0; i < 360; i++) {
-      const r = await get(i % 2 ? '/api/status' : '/v1/dashboard/billing/usage', ip);
+      const r = await get(paths[i % 3]!, ip);
       if (r.status !== 200) throw new Error(`call ${i} got ${r.status}`);
     }
     const r = await get('/api/user/self', ip);
     expect(r.status).toBe(429);
+    expect((await get('/dashboard/billing/subscription', ip)).status).toBe(429);
     expect(r.body.length).toBe(0);
     expect(r.headers['retry-after']).toBe('180');
     expect((await get('/api/log/token', ip)).status).toBe(200);
