@@ -1,4 +1,4 @@
-import * as zlib from 'node:zlib';
+import { zstdCompressSync } from '../../test/support/zstd.js';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { BodyBudget } from '../http/body-budget.js';
@@ -71,9 +71,6 @@ describe('decodeBody', () => {
     expect(decodedBody(await decodeBody(gzipSync(inner), 'gzip', MB))).toEqual(inner);
   });
 });
-
-/** Node's zstd compressor where it has one (Node 22.15 and later), which Node 20's types do not describe. */
-const zstdCompressSync = (zlib as unknown as { zstdCompressSync?: (b: Buffer) => Buffer }).zstdCompressSync;
 
 /** A zstd frame with a window descriptor (2^windowLog) and one raw block holding `content` (RFC 8878). */
 function rawZstdFrame(windowLog: number, content: Buffer): Buffer {

@@ -4,7 +4,7 @@
  * refused, never admitted uncounted. What a user notices is asserted: the status, the body's
  * shape, whether the relay saw the call, the model it read, and the user's free-tier counter.
  */
-import * as zlib from 'node:zlib';
+import { zstdCompressSync } from '../support/zstd.js';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { useHarness } from '../support/harness.js';
@@ -167,7 +167,6 @@ describe('content codings: a body is decoded exactly where the relay decodes it 
     });
   });
 
-  const zstdCompressSync = (zlib as unknown as { zstdCompressSync?: (b: Buffer) => Buffer }).zstdCompressSync;
   it.runIf(zstdCompressSync !== undefined)('Content-Encoding zstd (Codex CLI sends it): decoded as the relay decodes it, and counted', async () => {
     const { user, key } = await freshUser(h, 'ce-zstd');
     h.relay.reset();

@@ -51,15 +51,13 @@ describe("stdout's reader gone", () => {
       { timeoutMs: 5000, what: 'the dropped lines counted' },
     );
     await serve(key, 20);
-    const second = await eventually(
+    await eventually(
       async () => {
         const n = (await metric(child.adminUrl, 'sluice_log_bytes_dropped_total')) ?? 0;
         if (n < first + 20 * 200) throw new Error(`dropped ${n} bytes`);
-        return n;
       },
       { timeoutMs: 5000, what: 'the next lines counted' },
     );
-    expect(second).toBeGreaterThan(first);
     expect(child.stdout().bytes).toBe(written);
   });
 });

@@ -5,7 +5,7 @@
  */
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
-import * as zlib from 'node:zlib';
+import { ZSTD_C_WINDOW_LOG, zstdCompressSync } from '../support/zstd.js';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -20,9 +20,6 @@ import { eventually, sleep } from '../support/time.js';
 import { capturedLog } from '../support/log.js';
 
 const MiB = 1024 * 1024;
-
-/** zstd's ZSTD_c_windowLog parameter (zstd.h), which Node 20's types do not name. */
-const ZSTD_C_WINDOW_LOG = 101;
 
 /** A JSON body of exactly `size` bytes that names a paid model. */
 function jsonBody(size: number): Buffer {
@@ -97,7 +94,6 @@ describe('memory: request bodies in flight (sluice as its own process)', () => {
     expect(gz.length).toBeLessThan(64 * 1024);
     expect(br.length).toBeLessThan(1024);
     // And zstd where Node has it (the image's Node 26): a frame with an 8 MiB window.
-    const zstdCompressSync = (zlib as unknown as { zstdCompressSync?: (b: Buffer, o: { params: Record<number, number> }) => Buffer }).zstdCompressSync;
     const zs = zstdCompressSync?.(raw, { params: { [ZSTD_C_WINDOW_LOG]: 23 } });
     if (zs) expect(zs.length).toBeLessThan(64 * 1024);
 
