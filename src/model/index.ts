@@ -42,7 +42,7 @@ export function modelPrepass(method: string, path: string, headers: IncomingHttp
 
 /**
  * The model a request asks for. A body the relay decodes before reading it (relayCoding: exactly
- * `gzip` or `br`) is decoded for inspection, off the event loop, so that compression cannot skip
+ * `gzip`, `br` or `zstd`) is decoded for inspection, off the event loop, so that compression cannot skip
  * the free-tier check; any other is read as sent, as the relay reads it.
  */
 export async function requestedModel(
