@@ -4,7 +4,8 @@
  * through a running sluice's admin API (`--admin-url`), which the embedded store needs since it
  * lives inside that process (src/admin/client.ts).
  *
- * Exit codes: 0 done, 1 not found, refused or unreachable, 2 usage, 78 configuration error.
+ * Exit codes: 0 done, 1 not found, refused or unreachable, 2 usage (no store named, or --admin-url
+ * without SLUICE_ADMIN_TOKEN), 78 configuration error.
  */
 import { parseArgs } from 'node:util';
 import { AdminCallError, apiClient, directClient, type AdminClient } from './admin/client.js';
@@ -144,9 +145,7 @@ async function client(adminUrl: string | undefined): Promise<AdminClient> {
   }
   const cfg = loadToolConfig(process.env);
   if (!cfg.redis.url) {
-    throw new AdminCallError(
-      'no SLUICE_REDIS_URL configured: the embedded store lives inside the running sluice; use --admin-url http://<host>:<admin port> with SLUICE_ADMIN_TOKEN',
-    );
+    throw new UsageError('no SLUICE_REDIS_URL configured: the embedded store lives inside the running sluice; use --admin-url http://<host>:<admin port> with SLUICE_ADMIN_TOKEN');
   }
   return directClient(cfg, cfg.redis.url);
 }

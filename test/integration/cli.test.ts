@@ -101,6 +101,23 @@ describe('sluice: usage and help', () => {
       expect(r.stderr).not.toContain('abcdefghijklmnop');
     }
   });
+
+  it('says how to reach the store when none is named, or the admin API without its token: exit 2, nothing done', async () => {
+    // No SLUICE_REDIS_URL: the embedded store lives inside a running sluice, reached through its admin API.
+    for (const args of [
+      ['keys', 'create', '--user', 'alice'],
+      ['limits', 'show', '--user', 'alice'],
+    ]) {
+      const r = await sluice(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr, args.join(' ')).toContain('use --admin-url');
+    }
+    // Nothing listens on port 1: a command that tried to call would exit 1.
+    const r = await sluice(['limits', 'show', '--user', 'alice', '--admin-url', 'http://127.0.0.1:1']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('SLUICE_ADMIN_TOKEN is required');
+  });
 });
 
 describe('sluice keys lookup and limits, directly on Redis', () => {
