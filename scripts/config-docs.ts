@@ -28,9 +28,12 @@ function typeOf(s: TSchema): string {
   const v = nullableOf(s) ?? s;
   if (choicesOf(v)) return 'one of';
   const kind = kindOf(v);
+  // A word or a value (`all`, or a list): each member named.
+  if (kind === 'Union') return (v.anyOf as TSchema[]).map((m) => (kindOf(m) === 'Literal' ? code(String(m.const)) : typeOf(m))).join(' or ');
   if (kind === 'Array') {
     const items = v.items as Node;
     if (kindOf(items) === 'Object') return 'list of rules';
+    if (kindOf(items) === 'Integer') return 'list of integers';
     return items.format === 'host-port' ? 'list of host:port' : 'list of strings';
   }
   return kind.toLowerCase();
@@ -42,6 +45,12 @@ function rangeOf(s: TSchema): string {
   if (choices) return choices.map(code).join(', ');
   const kind = kindOf(v);
   if (kind === 'Integer') return `${v.minimum} – ${v.maximum}`;
+  if (kind === 'Union')
+    return (v.anyOf as TSchema[])
+      .filter((m) => kindOf(m) !== 'Literal')
+      .map(rangeOf)
+      .join('; ');
+  if (kind === 'Array' && kindOf(v.items as Node) === 'Integer') return `each ${rangeOf(v.items as Node)}`;
   const parts: string[] = [];
   const str = kind === 'Array' ? (v.items as Node) : v;
   if (kind === 'Array' && typeof v.minItems === 'number') parts.push(`at least ${v.minItems}`);

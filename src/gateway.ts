@@ -356,9 +356,15 @@ export function createGateway(d: GatewayDeps): Gateway {
       if (m.problem === 'too_large') return refuse(res, t, Refusals.DECODED_BODY_TOO_LARGE, { params: { limit: maxDecoded } });
       return refuse(res, t, m.problem === 'unsupported_encoding' ? Refusals.UNSUPPORTED_ENCODING : Refusals.BAD_REQUEST, { params: { reason: m.reason } });
     }
-    // 5. Free tier: one store round trip, only for free models. The model is compared whole; the
-    // trace keeps only what the access line logs of it (a model longer than any real one is never free).
-    const free = m.model !== null && p.freeTier.isFree(m.model);
+    // 5. Free tier: one store round trip, only for free models, and calls pinned to a free channel
+    // whatever they name. The model is compared whole; the trace keeps only what the access line
+    // logs of it (a model longer than any real one is never free). A key from the relay's database
+    // is the relay's own token: it reaches the relay as the client sent it, so the relay bills and
+    // logs the call to it. upstream.credential stands in only for keys of sluice's registry, which
+    // the relay does not know.
+    const registry = auth.identity.source === REGISTRY_SOURCE;
+    const relayKey = registry ? (p.config.upstream.credential ?? 'sk-' + keyBody(auth.key)) : auth.key;
+    const free = (m.model !== null && p.freeTier.isFree(m.model)) || p.freeTier.pinsFreeChannel(relayKey);
     t.model = m.model === null ? null : boundLogged(m.model);
     t.freeTier = free;
     // The RateLimit fields of this free call's answer (none in shadow mode); the relay's own, if it sends any, win.
@@ -386,13 +392,10 @@ export function createGateway(d: GatewayDeps): Gateway {
       metrics.freeTierAdmissions.inc();
     }
 
-    // 6. Forward. A key from the relay's database is the relay's own token: it reaches the relay as
-    // the client sent it, so the relay bills and logs the call to it. upstream.credential stands in
-    // only for keys of sluice's registry, which the relay does not know.
+    // 6. Forward.
     decided(t);
-    const registry = auth.identity.source === REGISTRY_SOURCE;
     prepareRequestHeaders(req.headers, {
-      key: registry ? (p.config.upstream.credential ?? 'sk-' + keyBody(auth.key)) : auth.key,
+      key: relayKey,
       googKey: target.queryKey,
       clientIp: t.ip,
       bodyLength: body === null ? null : body.length,

@@ -15,7 +15,16 @@ describe('config', () => {
     expect(c.port).toBe(8080);
     expect(c.adminPort).toBe(9090);
     expect(c.maxBodyBytes).toBe(32 * 1024 * 1024);
-    expect(c.freeTier).toEqual({ perMinute: 20, windowSeconds: 60, perDay: 100, timeZone: 'Asia/Shanghai', modelSuffix: '-free', models: null, shadow: false });
+    expect(c.freeTier).toEqual({
+      perMinute: 20,
+      windowSeconds: 60,
+      perDay: 100,
+      timeZone: 'Asia/Shanghai',
+      modelSuffix: '-free',
+      models: null,
+      pinnedChannels: 'all',
+      shadow: false,
+    });
     expect(c.drainSeconds).toBe(30);
     expect(c.accessLog).toBe('all');
     expect(c.limits.onStoreError).toBe('open');
@@ -206,6 +215,9 @@ describe('config', () => {
     [{ bogus: 1 }, /unknown config key "bogus"/],
     [{ freeTier: { perMinute: 0 } }, /"freeTier.perMinute" must be an integer/],
     [{ freeTier: { perMinut: 5 } }, /unknown config key "freeTier.perMinut"/],
+    [{ freeTier: { pinnedChannels: 'some' } }, /"freeTier.pinnedChannels" must be "all" or a list of channel ids, got "some"/],
+    [{ freeTier: { pinnedChannels: 7 } }, /"freeTier.pinnedChannels" must be a list of channel ids/],
+    [{ freeTier: { pinnedChannels: [7, 0] } }, /"freeTier.pinnedChannels\[1\]" must be an integer between 1 and/],
     [{ freeTier: { timeZone: 'Mars/Olympus' } }, /"freeTier.timeZone" is not a known IANA time zone/],
     [{ freeTier: { modelSuffix: '-free', models: ['a'] } }, /exclusive/],
     [{ maxBodyBytes: '12MB' }, /"maxBodyBytes" must be an integer/],

@@ -70,9 +70,18 @@ function checkValue(s: Node, raw: unknown, key: string, secret: boolean): unknow
   const v = coerce(node, raw);
   const kind = kindOf(node);
   if (kind === 'Object') return readObject(node, v, key, secret, null, null);
+  if (kind === 'Union' && !choicesOf(node)) {
+    // A word or a value (`all`, or a list of ids): the value is checked as its own node.
+    const members = node.anyOf as Node[];
+    const words = members.filter((m) => kindOf(m) === 'Literal').map((m) => m.const as unknown);
+    if (words.includes(v)) return v;
+    const value = members.find((m) => kindOf(m) !== 'Literal')!;
+    if (typeof v === 'string') throw bad(key, `must be ${words.map((w) => JSON.stringify(w)).join(', ')} or a list of ${value.listOf ?? 'strings'}${got(v, secret)}`);
+    return checkValue(value, v, key, secret);
+  }
   if (kind === 'Array') {
     const items = node.items as Node;
-    if (!Array.isArray(v)) throw bad(key, `must be a list of ${s.listOf ?? 'strings'}`);
+    if (!Array.isArray(v)) throw bad(key, `must be a list of ${node.listOf ?? s.listOf ?? 'strings'}`);
     if (typeof node.minItems === 'number' && v.length < node.minItems) {
       throw bad(key, `must name at least one ${items.format ? (formatOf(items.format)?.noun ?? 'entry') : 'entry'}`);
     }

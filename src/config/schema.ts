@@ -204,6 +204,11 @@ export const SETTINGS = Type.Object({
         default: null,
         description: 'Explicit list of free model ids, compared the same way; replaces the suffix rule when set (exclusive with `freeTier.modelSuffix`).',
       }),
+      pinnedChannels: Type.Union([Type.Literal('all'), Type.Array(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), { listOf: 'channel ids' })], {
+        default: 'all',
+        description:
+          "Calls whose key asks the relay for a channel (`sk-<key>-<n>`, an administrator's: the relay then serves any model name from channel n) that count as free, whatever model they name: `all`, or the ids of the channels serving free models (`[]`: none) (docs/limits.md).",
+      }),
       shadow: flag(false, { description: 'Evaluate, count and report, but admit: try a new limit safely.' }),
     },
     { description: 'The free tier: how often a user may call the free models.' },

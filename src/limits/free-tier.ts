@@ -11,6 +11,7 @@ import { DayClock, type Day } from './day.js';
 import { nextMember } from './member.js';
 import { FREE_TIER_LIMIT, userSubject } from './names.js';
 import { freeModelRule } from './model-fold.js';
+import { pinnedChannelRule } from './pinned-channel.js';
 import { refusalsFor, type Kept, type RememberRefusals, type RememberedRefusals } from './remembered.js';
 import { resetSeconds, retryAfterSeconds } from './retry-after.js';
 
@@ -52,6 +53,8 @@ export class FreeTierLimiter {
    * model escapes the count.
    */
   readonly isFree: (model: string) => boolean;
+  /** Whether a call forwarded with this key is pinned to a channel counted as free (src/limits/pinned-channel.ts). */
+  readonly pinsFreeChannel: (forwardedKey: string) => boolean;
   private policyFor: Day | null = null;
   private policy = '';
   /**
@@ -68,6 +71,7 @@ export class FreeTierLimiter {
   ) {
     this.days = new DayClock(config.timeZone);
     this.isFree = freeModelRule(config);
+    this.pinsFreeChannel = pinnedChannelRule(config.pinnedChannels);
     this.refusals = refusalsFor(opts);
   }
 

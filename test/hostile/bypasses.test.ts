@@ -6,8 +6,10 @@
  */
 import { zstdCompressSync } from '../support/zstd.js';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
-import { describe, expect, it } from 'vitest';
-import { useHarness } from '../support/harness.js';
+import { randomBytes } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
+import { startHarness, useHarness, type Harness } from '../support/harness.js';
 import { freshUser, usedToday } from '../support/helpers.js';
 import { request } from '../support/http.js';
 import { answerJson, finalStatus, openRaw } from './raw.js';
@@ -239,6 +241,56 @@ describe("a free model's compact variant (new-api routes /v1/responses/compact o
     expect(r.status).toBe(200);
     expect(h.relay.requests[0]?.model).toBe('vend-flash-openai-compact');
     expect(await usedToday(h, user)).toBe(0);
+  });
+});
+
+/**
+ * An administrator's `sk-<key>-<n>` pins the call to channel n, and new-api then serves whatever
+ * model it names from that channel: a paid model's name reaches the free models' upstream.
+ */
+describe('a call pinned to a channel (sk-<key>-<n>): counted as free, whatever model it names', () => {
+  // A key the relay knows as an administrator's (it grants the channel), imported into sluice's registry.
+  const ADMIN = `AdminPinned${randomBytes(16).toString('hex')}`;
+  let relay: RelayStandin;
+  let all: Harness;
+  let listed: Harness;
+  beforeAll(async () => {
+    relay = await startRelayStandin({ quiet: true, adminKeys: [ADMIN] });
+    all = await startHarness({ store: 'memory', relay });
+    listed = await startHarness({ store: 'memory', relay, file: { freeTier: { pinnedChannels: [5] } } });
+  });
+  afterAll(async () => {
+    await Promise.all([all?.close(), listed?.close()]);
+    await relay?.close();
+  });
+  afterEach(() => relay.reset());
+
+  const chat = (h: Harness, key: string) =>
+    request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'vend-flash', messages: [] }) });
+
+  it('by default every pinned call counts: the 21st in a minute is refused, and nothing reaches the channel', async () => {
+    const user = `pinned-${process.pid}`;
+    await all.createKey(user, { key: `sk-${ADMIN}` });
+    for (let i = 0; i < 20; i++) expect((await chat(all, `sk-${ADMIN}-7`)).status).toBe(200);
+    expect(relay.requests.map((r) => [r.channel, r.model])).toEqual(new Array(20).fill(['7', 'vend-flash']));
+    expect(await usedToday(all, user)).toBe(20);
+    const refused = await chat(all, `sk-${ADMIN}-7`);
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.text).error.code).toBe('free_tier_rate_limited');
+    expect(relay.started).toBe(20);
+    // Not pinned, the paid model is not limited.
+    expect((await chat(all, `sk-${ADMIN}`)).status).toBe(200);
+    expect(await usedToday(all, user)).toBe(20);
+  });
+
+  it('with pinnedChannels listed, only a channel the relay reads as a listed id counts (strconv.Atoi: +05 is 5)', async () => {
+    const user = `pinned-listed-${process.pid}`;
+    await listed.createKey(user, { key: `sk-${ADMIN}` });
+    expect((await chat(listed, `sk-${ADMIN}-7`)).status).toBe(200);
+    expect(await usedToday(listed, user)).toBe(0);
+    expect((await chat(listed, `sk-${ADMIN}-+05`)).status).toBe(200);
+    expect(relay.requests.map((r) => r.channel)).toEqual(['7', '+05']);
+    expect(await usedToday(listed, user)).toBe(1);
   });
 });
 

@@ -271,8 +271,9 @@ describe('valid-key suffix variants, keys in the relay database in PostgreSQL (i
   let h: Harness;
   beforeAll(async () => {
     fx = await createRelayDb('postgres');
-    // A small key cache, so that filling it would show within a test.
-    h = await startHarness({ store: 'memory', env: { SLUICE_RELAY_DB: fx.dsn }, auth: { maxEntries: 20 } });
+    // A small key cache, so that filling it would show within a test. Lookups are the question
+    // here, so pinned calls are not counted as free (freeTier.pinnedChannels).
+    h = await startHarness({ store: 'memory', env: { SLUICE_RELAY_DB: fx.dsn }, auth: { maxEntries: 20 }, file: { freeTier: { pinnedChannels: [] } } });
   });
   afterAll(async () => {
     await h?.close();
@@ -311,7 +312,7 @@ describe('valid-key suffix variants, keys in the relay database in PostgreSQL (i
 describe("valid-key suffix variants, keys in sluice's registry in Redis (issue 25, item 2)", () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ store: 'redis' });
+    h = await startHarness({ store: 'redis', file: { freeTier: { pinnedChannels: [] } } });
   });
   afterAll(() => h?.close());
 
