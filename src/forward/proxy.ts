@@ -158,6 +158,9 @@ class JobState {
     if (this.finished) return;
     this.finished = true;
     if (this.waiting) this.ctx.unwait(this);
+    // A relay that answered without reading the whole request body (and stopped reading) would
+    // otherwise keep its connection, and the body's unsent bytes in its write queue, forever.
+    if (this.proxyReq !== null && !this.proxyReq.writableFinished) this.proxyReq.destroy();
     if (this.streaming) this.ctx.openStreams!.dec();
     if (this.done) this.done(error === undefined ? { outcome, status, upstreamMs } : { outcome, status, upstreamMs, error });
   }
@@ -261,6 +264,11 @@ function onProxyReq(proxyReq: ClientRequest, req: IncomingMessage): void {
   if (state.res.destroyed && !state.res.writableFinished) proxyReq.destroy();
 }
 
+/** What Node's writeHead refuses in a reason phrase (its checkInvalidHeaderChar). */
+const INVALID_REASON = /[^\t\x20-\x7e\x80-\xff]/;
+/** A media type is compared ignoring case (RFC 9110, 8.3.1). */
+const EVENT_STREAM = /^text\/event-stream/i;
+
 function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerResponse): void {
   const state = (req as WithJob)[JOB];
   if (!state) {
@@ -294,7 +302,10 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
     return;
   }
   if (state.intercept?.(up)) {
-    up.resume();
+    // The relay's own answer is dropped with its connection, not read to its end: its body may
+    // never end.
+    up.destroy();
+    state.proxyReq?.destroy();
     state.finish('intercepted', status, upstreamMs);
     return;
   }
@@ -313,15 +324,27 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
     // (a browser joins repeated lines of a list field).
     if (added !== '' && up.headers['access-control-allow-origin'] !== undefined) headers.push('access-control-expose-headers', added);
   }
-  res.writeHead(status, up.statusMessage, headers);
+  // Node's parser takes characters in a reason phrase that writeHead refuses (a control
+  // character): the answer passes with its status's own phrase, which clients ignore anyway.
+  const reason = up.statusMessage !== undefined && !INVALID_REASON.test(up.statusMessage) ? up.statusMessage : undefined;
+  try {
+    res.writeHead(status, reason, headers);
+  } catch (err) {
+    // Anything else writeHead refuses is not an answer to pass on, and not worth the process.
+    up.destroy();
+    state.proxyReq?.destroy();
+    return refuseInvalid(state, `the relay's answer cannot be passed on: ${(err as Error).message}`);
+  }
   const ct = up.headers['content-type'];
-  if (ct?.startsWith('text/event-stream')) {
-    // Send headers now: a reasoning model may think for minutes before its first event.
+  const eventStream = ct !== undefined && EVENT_STREAM.test(ct);
+  if (eventStream || up.headers['transfer-encoding'] !== undefined) {
+    // Send headers now: a reasoning model may think for minutes before its first event, and an
+    // answer of unknown length may be a stream of another type.
     res.flushHeaders();
-    if (state.ctx.openStreams !== undefined) {
-      state.streaming = true;
-      state.ctx.openStreams.inc();
-    }
+  }
+  if (eventStream && state.ctx.openStreams !== undefined) {
+    state.streaming = true;
+    state.ctx.openStreams.inc();
   }
   state.up = up;
   (up as IncomingMessage & Carrier)[JOB] = state;

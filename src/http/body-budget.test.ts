@@ -103,12 +103,25 @@ describe('readBody with a lease', () => {
     expect(lease.held).toBe(size);
   });
 
-  it('needs room for the chunks and the one buffer at once while a large body arrives (1.5 times its length)', async () => {
+  it('needs room for its length, no more, while a large body moves into one buffer; a byte less is busy', async () => {
     const size = 1 << 20;
-    // Room for the body but not for its first half beside the whole buffer.
-    const budget = new BodyBudget(size + 256 * 1024);
-    const r = await readBody(request(chunksOf(64 * 1024, 16), { 'content-length': String(size) }), 2 << 20, null, budget.lease('client'));
-    expect(r).toEqual({ ok: false, reason: 'busy' });
+    const fits = new BodyBudget(size);
+    const lease = fits.lease('client');
+    const r = await readBody(request(chunksOf(64 * 1024, 16), { 'content-length': String(size) }), 2 << 20, null, lease);
+    expect(r.ok && r.body.length).toBe(size);
+    expect(lease.held).toBe(size);
+    const short = new BodyBudget(size - 1);
+    expect(await readBody(request(chunksOf(64 * 1024, 16), { 'content-length': String(size) }), 2 << 20, null, short.lease('client'))).toEqual({ ok: false, reason: 'busy' });
+  });
+
+  it('reads a body of any size up to maxBodyBytes from one address at the defaults (its share: half of 64 MiB, at least 32 MiB)', async () => {
+    const MiB = 1024 * 1024;
+    // Before, the chunks and the one buffer were counted at once: 1.5 times the length, so 22 to 32 MiB never fit the share.
+    for (const mib of [22, 30, 32]) {
+      const budget = new BodyBudget(64 * MiB, 32 * MiB);
+      const r = await readBody(request(chunksOf(64 * 1024, mib * 16), { 'content-length': String(mib * MiB) }), 32 * MiB, null, budget.lease('client'));
+      expect(r.ok && r.body.length, `${mib} MiB`).toBe(mib * MiB);
+    }
   });
 
   it('refuses a declared length that does not fit before reading anything, and a chunk that does not fit as it comes', async () => {

@@ -37,8 +37,9 @@ const EMPTY = Buffer.alloc(0);
  * it never sends; the chunks that came before are copied over two at a time as later ones arrive,
  * so neither that move nor a join at the end holds the event loop for long.
  *
- * With a lease, the bytes live in memory are counted: each chunk as it arrives, the one buffer
- * when it is allocated, and each chunk given back once it has been moved into that buffer.
+ * With a lease, the body's bytes are counted: each chunk as it arrives, then the rest of the one
+ * buffer when it is allocated. The chunks moved into it are garbage from then on, as a joined
+ * body's chunks would be (docs/operations.md, Memory: buffers freed but not yet collected).
  */
 export class Accumulator {
   size = 0;
@@ -73,8 +74,9 @@ export class Accumulator {
     this.size += c.length;
     this.chunks.push(c);
     if (this.expected >= PREALLOCATE_FROM && this.size * 2 >= this.expected && this.size <= this.expected && this.chunks.length > 1) {
-      // The chunks so far stay counted until each is moved over.
-      if (this.lease !== null && !this.lease.take(this.expected)) return false;
+      // The chunks so far are counted already: they move over as later ones arrive. Counted twice
+      // meanwhile, a body over two thirds of an address's share could never be read.
+      if (this.lease !== null && !this.lease.take(this.expected - this.size)) return false;
       this.whole = Buffer.allocUnsafe(this.expected);
       this.next = 0;
       this.filled = 0;
@@ -107,7 +109,6 @@ export class Accumulator {
       c.copy(whole, this.filled);
       this.filled += c.length;
       this.chunks[this.next++] = EMPTY;
-      this.lease?.give(c.length);
     }
   }
 }
