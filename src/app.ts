@@ -130,8 +130,12 @@ export function createSluice(opts: SluiceOptions): Sluice {
   metrics.storeUp(() => (storeHealth.get().state === 'ok' ? 1 : 0));
   let policy: Policy = buildPolicy(config, limits, clock);
   // A store that reconnected may have lost counts (a Redis restarted without persistence): the
-  // refusals kept from before could refuse calls it would now admit.
-  store.onReconnect(() => forgetSubject(policy, { type: 'flush' }));
+  // refusals kept from before could refuse calls it would now admit. What this replica admitted
+  // on its own meanwhile goes first on the new connection.
+  store.onReconnect(() => {
+    forgetSubject(policy, { type: 'flush' });
+    void outage.replayNow();
+  });
   // An operator reset a subject's limits (here or on another replica): what this replica keeps of
   // it, refusals and outage counts, goes at once.
   store.onLimitsReset((e) => {

@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { StoreUnavailableError } from '../store/unavailable.js';
 import { Metrics } from '../metrics/index.js';
 import { MemoryStore } from '../store/memory.js';
@@ -53,13 +53,23 @@ describe('GuardedLimits', () => {
 });
 
 describe('GuardedLimits and the outage replay', () => {
-  it('keeps what "open" admitted (a decision never sent as not counted, one sent without answer as maybe counted, refusals not at all) and replays it once the store answers', async () => {
+  it('keeps what "open" admitted (a decision never sent as not counted, one sent without answer as maybe counted, refusals not at all) and replays it, before the next decision, once the store answers', async () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    onTestFinished(() => void vi.useRealTimers());
     let answer: () => Promise<Decision> = () => Promise.reject(new NotSentError('not connected'));
+    let down = true;
     const replayed: OutageAdmission[] = [];
+    const sent: string[] = [];
     const s = new MemoryStore() as unknown as Store & { kind: string };
     Object.defineProperty(s, 'kind', { value: 'redis' });
-    s.consume = () => answer();
+    s.consume = (_checks, _now, member) => {
+      sent.push(member);
+      return answer();
+    };
     s.replayAdmissions = async (admissions) => {
+      // As the Redis store: nothing asked without a connection, every admission left to retry.
+      if (down) return admissions.map(() => 'retry' as const);
+      sent.push('replay');
       replayed.push(...admissions);
       return admissions.map(() => 'replayed' as const);
     };
@@ -71,11 +81,16 @@ describe('GuardedLimits and the outage replay', () => {
     expect((await g.consume(checks, 1000, 'm3', 'free_tier')).admitted).toBe(false); // the local window is full
     expect(replayed).toEqual([]);
     answer = () => Promise.resolve({ admitted: true, used: [1], resetMs: [60_000] });
+    down = false;
+    // The store answers again once the pause after the last failed replay (a second) is over.
+    vi.advanceTimersByTime(1000);
     await g.consume(checks, 1000, 'm4', 'free_tier');
     await nextTurn();
     expect(replayed.map((a) => [a.member, a.maybeCounted])).toEqual([
       ['m1', false],
       ['m2', true],
     ]);
+    // The replay went to the store ahead of the decision that found it waiting.
+    expect(sent.slice(-2)).toEqual(['replay', 'm4']);
   });
 });

@@ -36,6 +36,10 @@ export class GuardedLimits implements LimitStore {
 
   consume(checks: readonly LimitCheck[], nowMs: number, member: string, limit: string): Promise<GuardedDecision> {
     if (this.store.kind === 'memory') return this.store.consume(checks, nowMs, member);
+    // Calls admitted in memory during an outage go to the store ahead of this decision, on the same
+    // connection (the replay's first runs are sent now, the decision at the turn's end), so that
+    // Redis, which runs a connection's commands in order, decides it with them counted.
+    if (this.ledger !== undefined && this.ledger.size > 0) void this.ledger.replay();
     // One promise step instead of nested async wrappers: this runs on every free call.
     const start = performance.now();
     let pending: Promise<GuardedDecision>;
@@ -48,8 +52,6 @@ export class GuardedLimits implements LimitStore {
     return pending.then(
       (d) => {
         this.metrics.observeStore('consume', start, false);
-        // The store answers: what was admitted in memory meanwhile can join its counts.
-        if (this.ledger !== undefined && this.ledger.size > 0) void this.ledger.replay();
         return d;
       },
       (err: unknown) => {

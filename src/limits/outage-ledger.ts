@@ -79,6 +79,15 @@ export class OutageLedger {
   }
 
   /**
+   * The store connected again: the waiting admissions go now, ahead of any decision on the new
+   * connection, whatever a replay that failed meanwhile said about waiting.
+   */
+  replayNow(): Promise<void> {
+    this.retryAt = 0;
+    return this.replay();
+  }
+
+  /**
    * Hands the waiting admissions to the store, in chunks, until none is left or the store stops
    * answering (those wait for the next call). One replay at a time: a call meanwhile joins it.
    */

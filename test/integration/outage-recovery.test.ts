@@ -1,0 +1,68 @@
+/**
+ * The first decisions after Redis comes back (a helper's probe, issue 28): two replicas admit a
+ * user's free calls in memory while Redis cannot be reached, then Redis answers again. Those calls
+ * must be counted before any new call is decided: the first decisions after the reconnect were
+ * taken against a window without them, and admitted 6 to 12 calls over the limit in 5 of 5 runs.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
+import { startHarness, type Harness } from '../support/harness.js';
+import { usedToday } from '../support/helpers.js';
+import { request } from '../support/http.js';
+import { uniquePrefix } from '../support/redis.js';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { eventually, sleep } from '../support/time.js';
+
+describe('Redis reachable again after replicas admitted calls in memory', () => {
+  let proxy: TcpProxy;
+  let relay: RelayStandin;
+  let replicas: Harness[] = [];
+  beforeAll(async () => {
+    const redis = new URL(inject('redisUrl'));
+    proxy = await startTcpProxy(redis.hostname, Number(redis.port));
+    const through = new URL(redis.href);
+    through.port = String(proxy.port);
+    relay = await startRelayStandin({ quiet: true });
+    const prefix = uniquePrefix('outage-recovery');
+    replicas = await Promise.all(
+      [0, 1].map(() => startHarness({ store: 'redis', relay, prefix, redisUrl: through.href, redisCommandTimeoutMs: 100, file: { limits: { rememberRefusalsSeconds: 0 } } })),
+    );
+  });
+  afterAll(async () => {
+    await Promise.all(replicas.map((r) => r.close()));
+    await relay?.close();
+    await proxy?.close();
+  });
+
+  it('counts them before deciding anything new: no call past the limit is admitted after the reconnect', async () => {
+    const [a, b] = replicas as [Harness, Harness];
+    const { key } = await a.createKey('recovering');
+    const free = (h: Harness) =>
+      request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'vend-flash-free' }) });
+    // Both replicas know the key before the outage.
+    for (const h of replicas) expect((await free(h)).status).toBe(200);
+    let admitted = 2;
+
+    proxy.cut();
+    // Each replica admits up to the limit on its own, in memory.
+    for (let i = 0; i < 20; i++) {
+      const answers = await Promise.all([free(a), free(b)]);
+      admitted += answers.filter((r) => r.status === 200).length;
+    }
+    expect(admitted).toBeGreaterThan(20);
+    proxy.restore();
+
+    // Bursts on both replicas while they reconnect and afterwards: none is admitted.
+    const after: number[] = [];
+    const until = Date.now() + 3000;
+    while (Date.now() < until) {
+      const answers = await Promise.all([free(a), free(a), free(a), free(b), free(b), free(b)]);
+      after.push(...answers.map((r) => r.status));
+      await sleep(25);
+    }
+    expect(after.filter((s) => s === 200)).toEqual([]);
+    expect(after.filter((s) => s === 429).length).toBeGreaterThan(0);
+    // And Redis holds exactly the calls admitted.
+    await eventually(async () => expect(await usedToday(a, 'recovering')).toBe(admitted), { timeoutMs: 3000, what: 'the outage calls counted in Redis' });
+  });
+});
