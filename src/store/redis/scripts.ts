@@ -8,8 +8,9 @@ import type { RedisOptions, Result } from 'ioredis';
 import { DAY_KEY_GRACE_MS } from '../types.js';
 
 /**
- * How long before a window entry leaves its window it stops being trusted as evidence: a
- * replica whose clock runs this much ahead may already have trimmed it (replay.lua).
+ * How far replicas' clocks (and their reading of them) may differ for windows to stay exact: a
+ * call is trimmed from a window only this long after it left it (consume.lua), and a window entry
+ * stops being trusted as evidence this long before it leaves its window (replay.lua).
  */
 export const EVIDENCE_MARGIN_MS = 2000;
 
@@ -24,7 +25,7 @@ function lua(file: string, constants: Readonly<Record<string, number>> = {}): st
 }
 
 export const SCRIPTS: NonNullable<RedisOptions['scripts']> = {
-  sluiceConsume: { lua: lua('consume.lua', { DAY_KEY_GRACE_MS }) },
+  sluiceConsume: { lua: lua('consume.lua', { DAY_KEY_GRACE_MS, EVIDENCE_MARGIN_MS }) },
   sluiceInspect: { lua: lua('inspect.lua'), readOnly: true },
   sluiceReplay: { lua: lua('replay.lua', { DAY_KEY_GRACE_MS, EVIDENCE_MARGIN_MS }) },
   sluiceCreateKey: { lua: lua('create-key.lua') },

@@ -23,17 +23,18 @@
 -- ends the run with that error reply, as it did one call at a time, so that ioredis sees a failed
 -- command; the decisions before it in the run stand, as a call that timed out may have.
 --
--- DAY_KEY_GRACE_MS is defined above this file's text when it is loaded (src/store/redis/scripts.ts).
+-- DAY_KEY_GRACE_MS and EVIDENCE_MARGIN_MS are defined above this file's text when it is loaded
+-- (src/store/redis/scripts.ts).
 -- Errors that say Redis cannot take writes now, not that this call's data is bad.
 local SERVER_FAULTS = { READONLY = true, OOM = true, NOREPLICAS = true, MASTERDOWN = true, MISCONF = true,
   LOADING = true, BUSY = true, CLUSTERDOWN = true, TRYAGAIN = true, NOPERM = true }
 local out = {}
 local kinds, limits, params = {}, {}, {}
 local keys, used = {}, {}
--- Milliseconds until check j is empty again (its oldest call leaves / the counter resets).
+-- Milliseconds until check j is empty again (its oldest call in the window leaves / the counter resets).
 local function resetOf(j, now)
   if kinds[j] == 'w' then
-    local first = redis.call('ZRANGE', keys[j], 0, 0, 'WITHSCORES')
+    local first = redis.call('ZRANGEBYSCORE', keys[j], '(' .. (now - params[j]), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
     if first[2] then return tonumber(first[2]) + params[j] - now end
     return 0
   end
@@ -43,8 +44,11 @@ end
 local function decide(now, member, n)
   for i = 1, n do
     if kinds[i] == 'w' then
-      redis.call('ZREMRANGEBYSCORE', keys[i], '-inf', now - params[i])
-      used[i] = redis.call('ZCARD', keys[i])
+      -- Calls are trimmed EVIDENCE_MARGIN_MS after they leave this decision's window, and counted
+      -- only while in it: a replica whose clock reads a little later (or which read it a little
+      -- later) must not take from the window calls that a decision of another still counts.
+      redis.call('ZREMRANGEBYSCORE', keys[i], '-inf', now - params[i] - EVIDENCE_MARGIN_MS)
+      used[i] = redis.call('ZCOUNT', keys[i], '(' .. (now - params[i]), '+inf')
     else
       used[i] = tonumber(redis.call('GET', keys[i]) or '0')
     end
@@ -53,7 +57,7 @@ local function decide(now, member, n)
   for i = 1, n do
     if used[i] >= limits[i] then
       if kinds[i] == 'w' then
-        local e = redis.call('ZRANGE', keys[i], used[i] - limits[i], used[i] - limits[i], 'WITHSCORES')
+        local e = redis.call('ZRANGEBYSCORE', keys[i], '(' .. (now - params[i]), '+inf', 'WITHSCORES', 'LIMIT', used[i] - limits[i], 1)
         retry = tonumber(e[2]) + params[i] - now
       else
         retry = params[i] - now
@@ -66,7 +70,7 @@ local function decide(now, member, n)
     for i = 1, n do
       if kinds[i] == 'w' then
         redis.call('ZADD', keys[i], now, member)
-        redis.call('PEXPIRE', keys[i], params[i])
+        redis.call('PEXPIRE', keys[i], params[i] + EVIDENCE_MARGIN_MS)
       else
         -- The key names the day, so its expiry, set once when the key is made, only bounds memory.
         -- DAY_KEY_GRACE_MS (27 hours) past this day's end: a reload to another time zone can end
