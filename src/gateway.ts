@@ -371,9 +371,11 @@ export function createGateway(d: GatewayDeps): Gateway {
     let rateLimit: Record<string, string> | undefined;
     if (free) {
       const v = await p.freeTier.admit(auth.identity.user);
+      const shadow = p.config.freeTier.shadow;
+      // Counted as decided, as the store counted it: a client that leaves now has spent the call.
+      if (v.admitted || shadow) metrics.freeTierAdmissions.inc();
       if (!v.admitted && v.remembered) await remembered(FREE_TIER_LIMIT);
       if (res.destroyed) return;
-      const shadow = p.config.freeTier.shadow;
       if (!shadow) {
         const fields = p.freeTier.rateLimitFields(v);
         rateLimit = { 'ratelimit-policy': fields.policy, ratelimit: fields.state };
@@ -389,7 +391,6 @@ export function createGateway(d: GatewayDeps): Gateway {
             : refuse(res, t, Refusals.FREE_TIER_MINUTE, { params: { limit: c.perMinute, window: c.windowSeconds, retryAfter, rateLimit } });
         }
       }
-      metrics.freeTierAdmissions.inc();
     }
 
     // 6. Forward.

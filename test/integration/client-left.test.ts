@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/memory.js';
 import { startHarness, type Harness } from '../support/harness.js';
+import { metricsText, metricValue, usedToday } from '../support/helpers.js';
 import { capturedLog } from '../support/log.js';
 import { sleep } from '../support/time.js';
 
@@ -51,4 +52,20 @@ describe('a client that leaves while the limit store decides', () => {
     },
     10_000,
   );
+
+  it('the free call it left was admitted and counted: in the store and in sluice_free_tier_admissions_total alike', async () => {
+    const { key } = await h.createKey('left-counted');
+    const admissions = async (): Promise<number> => metricValue(await metricsText(h), 'sluice_free_tier_admissions_total') ?? 0;
+    const before = await admissions();
+    const left = await fetch(`${h.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: '{"model":"vend-flash-free","messages":[]}',
+      signal: AbortSignal.timeout(100),
+    }).catch((e: Error) => e.name);
+    expect(left).toBe('TimeoutError');
+    await sleep(500);
+    expect(await usedToday(h, 'left-counted')).toBe(1);
+    expect((await admissions()) - before).toBe(1);
+  });
 });
