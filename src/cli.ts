@@ -51,10 +51,11 @@ SLUICE_CONFIG (docs/configuration.md); SIGTERM drains and exits 0; exit 78 on a 
 
 ${STORE_NOTE}
 `,
-  'keys create': `usage: sluice keys create --user <id> [--name <name>] [--key <existing key>] [--admin-url <url>]
+  'keys create': `usage: sluice keys create --user <id> [--name <name>] [--key - < file-holding-the-key] [--admin-url <url>]
 
-Makes a key for user <id> in sluice's registry and prints it once (JSON); --key imports an existing
-one (16-256 visible ASCII characters after an optional sk-, no "-").
+Makes a key for user <id> in sluice's registry and prints it once (JSON); --key - imports an
+existing one read from standard input (16-256 visible ASCII characters after an optional sk-, no
+"-"). --key <existing key> works too, but ps and shell history show it.
 `,
   'keys list': `usage: sluice keys list --user <id> [--admin-url <url>]
 
@@ -141,6 +142,8 @@ async function client(adminUrl: string | undefined): Promise<AdminClient> {
   if (url) {
     const token = process.env.SLUICE_ADMIN_TOKEN;
     if (!token) throw new UsageError('SLUICE_ADMIN_TOKEN is required with --admin-url');
+    // Credentials in the URL would be echoed by every error about it (and fetch refuses them anyway).
+    if (/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(url)) throw new UsageError('--admin-url must not hold credentials (user:pass@): the admin token goes in SLUICE_ADMIN_TOKEN');
     return apiClient(url, token);
   }
   const cfg = loadToolConfig(process.env);
@@ -152,14 +155,14 @@ async function client(adminUrl: string | undefined): Promise<AdminClient> {
 
 const print = (v: unknown): void => void process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
 
-/** Standard input, whole: where `keys lookup` reads its key (argv would show it in ps). */
+/** Standard input, whole: where `keys lookup` and `keys create --key -` read a key (argv would show it in ps). */
 async function stdinText(): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write('Paste the key, then press Enter and Ctrl-D.\n');
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of process.stdin as AsyncIterable<Buffer>) {
     size += c.length;
-    if (size > 64 * 1024) throw new UsageError('keys lookup reads one key from standard input; this is far longer than a key');
+    if (size > 64 * 1024) throw new UsageError('sluice reads one key from standard input; this is far longer than a key');
     chunks.push(c);
   }
   return Buffer.concat(chunks).toString('utf8').trim();
@@ -177,14 +180,19 @@ async function keys(args: string[]): Promise<void> {
   if ((sub === 'create' || sub === 'list') && !values.user) throw usage(`keys ${sub} needs --user <id>`);
   if (sub === 'delete' && !positionals[0]) throw usage('keys delete needs a key id');
   if (sub === 'lookup' && positionals.length > 0) throw usage('keys lookup reads the key from standard input, not from the command line (where ps would show it)');
-  const key = sub === 'lookup' ? await stdinText() : '';
-  if (sub === 'lookup' && key === '') throw usage('keys lookup read no key from standard input');
+  // `keys create --key -` imports the key read from standard input; a key given on the command line still works, with a warning.
+  const keyFromStdin = sub === 'lookup' || (sub === 'create' && values.key === '-');
+  const key = keyFromStdin ? await stdinText() : '';
+  if (keyFromStdin && key === '') throw usage(`keys ${sub} read no key from standard input`);
+  if (sub === 'create' && values.key !== undefined && values.key !== '-') {
+    process.stderr.write('sluice: the key was given on the command line, where ps and shell history show it; next time use --key - and standard input\n');
+  }
   const ops = await client(values['admin-url']);
   try {
     if (sub === 'create') {
       const body: Record<string, string> = { user: values.user! };
       if (values.name) body.name = values.name;
-      if (values.key) body.key = values.key;
+      if (values.key) body.key = values.key === '-' ? key : values.key;
       print(await ops.createKey(body));
       process.stderr.write('The key is shown only now; store it safely.\n');
     } else if (sub === 'list') {

@@ -26,13 +26,18 @@ export function parseCidr(entry: string): { address: string; prefix: number; fam
   return { address: addr, prefix, family: fam === 4 ? 'ipv4' : 'ipv6' };
 }
 
+/** A value as quoted in a message, unless it may hold a password (`user:pass@`, in a URL or put where a host:port goes). */
+function quoted(s: string): string {
+  return s.includes('@') ? '(not shown: it may hold a password)' : JSON.stringify(s);
+}
+
 function urlProblem(s: string, protocols: readonly string[], expected: string, showValue: boolean): string | null {
   let u: URL;
   try {
     u = new URL(s);
   } catch {
     // A Redis URL may hold a password: it is not repeated.
-    return showValue ? `is not a valid URL: ${JSON.stringify(s)}` : 'is not a valid URL';
+    return showValue ? `is not a valid URL: ${quoted(s)}` : 'is not a valid URL';
   }
   if (!protocols.includes(u.protocol)) return `must be ${expected}, got ${u.protocol}`;
   return null;
@@ -47,7 +52,13 @@ export const FORMATS = {
   'redis-url': {
     doc: 'redis:// or rediss:// URL',
     noun: 'URL',
-    problem: (s) => urlProblem(s, ['redis:', 'rediss:'], 'a redis:// or rediss:// URL', false),
+    problem: (s) => {
+      const problem = urlProblem(s, ['redis:', 'rediss:'], 'a redis:// or rediss:// URL', false);
+      if (problem !== null) return problem;
+      // ioredis selects the database the path names: a path that is no number would SELECT NaN, and its error end the process.
+      const path = new URL(s).pathname;
+      return path === '' || path === '/' || /^\/\d+$/.test(path) ? null : 'must name a database number after the host, if any (redis://host:6379/0)';
+    },
   },
   cidr: {
     doc: 'IP address or CIDR (10.0.0.0/8, fd00::/8)',
@@ -74,7 +85,7 @@ export const FORMATS = {
   'host-port': {
     doc: 'host:port entries (a comma-separated string too)',
     noun: 'host:port',
-    problem: (s) => (/^[^\s:]+:\d{1,5}$/.test(s) || /^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(s) ? null : `must be host:port, got ${JSON.stringify(s)}`),
+    problem: (s) => (/^[^\s:@]+:\d{1,5}$/.test(s) || /^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(s) ? null : `must be host:port, got ${quoted(s)}`),
   },
   'key-prefix': {
     doc: 'no "{" or "}"',

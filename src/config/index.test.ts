@@ -215,6 +215,7 @@ describe('config', () => {
     [{ bogus: 1 }, /unknown config key "bogus"/],
     [{ freeTier: { perMinute: 0 } }, /"freeTier.perMinute" must be an integer/],
     [{ freeTier: { perMinut: 5 } }, /unknown config key "freeTier.perMinut"/],
+    [{ redis: { url: 'redis://127.0.0.1:6379/cache' } }, /"redis.url" must name a database number after the host/],
     [{ freeTier: { pinnedChannels: 'some' } }, /"freeTier.pinnedChannels" must be "all" or a list of channel ids, got "some"/],
     [{ freeTier: { pinnedChannels: 7 } }, /"freeTier.pinnedChannels" must be a list of channel ids/],
     [{ freeTier: { pinnedChannels: [7, 0] } }, /"freeTier.pinnedChannels\[1\]" must be an integer between 1 and/],
@@ -265,6 +266,26 @@ describe('config', () => {
     [{ SLUICE_MAX_CONNECTIONS: 'many' }, /"SLUICE_MAX_CONNECTIONS" must be an integer/],
   ])('rejects environment %j naming the variable', (env, msg) => {
     expect(() => buildConfig({}, { ...ENV, ...env })).toThrow(msg);
+  });
+
+  it.each([
+    [{ upstream: { credential: 987654321012345678 } }, ENV],
+    [{ upstream: { credential: ['S3cretPass42'] } }, ENV],
+    [{ upstream: { credential: { S3cretPass42: 'x' } } }, ENV],
+    [{ upstream: { url: 'http://u:S3cretPass42@[bad' } }, {}],
+    [{}, { SLUICE_UPSTREAM_URL: 'http://u:S3cretPass42@[bad' }],
+    [{ redis: { sentinels: ['redis://:S3cretPass42@sentinel:26379'] } }, ENV],
+    [{}, { ...ENV, SLUICE_REDIS_CLUSTER_NODES: 'redis://:S3cretPass42@node:6379' }],
+  ])('refuses %j %j without repeating the secret it may hold', (file, env) => {
+    let message = '';
+    try {
+      buildConfig(file, env);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/config key|SLUICE_/);
+    expect(message).not.toContain('S3cretPass42');
+    expect(message).not.toMatch(/98765432101234/);
   });
 
   it('reads a YAML file named by SLUICE_CONFIG, and the environment wins', () => {

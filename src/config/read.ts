@@ -39,9 +39,10 @@ function coerce(s: TSchema, v: unknown): unknown {
   return v;
 }
 
-/** The value given, for the message; a secret's is not repeated (unless blank: nothing to hide). */
+/** The value given, for the message; a secret's is not repeated, of any type (unless a blank string: nothing to hide). */
 function got(v: unknown, secret: boolean): string {
-  return secret && typeof v === 'string' && v.trim() !== '' ? '' : `, got ${JSON.stringify(v)}`;
+  if (!secret || (typeof v === 'string' && v.trim() === '')) return `, got ${JSON.stringify(v)}`;
+  return v === null ? ', got null' : `, got ${Array.isArray(v) ? 'a list' : `a ${typeof v}`} (not shown: a secret)`;
 }
 
 /**

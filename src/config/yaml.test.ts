@@ -22,4 +22,29 @@ describe('parsing the config file', () => {
       await expect(parseConfigTextOffLoop('/c.yaml', text)).rejects.toThrow(message);
     }
   });
+
+  it('says where a syntax error is without quoting the lines around it (a secret may stand there)', async () => {
+    for (const text of [
+      'upstream:\n  credential: "S3cretPass42-credential\nredis:\n  url: redis://:S3cretPass42@127.0.0.1:6379/0\n',
+      'redis:\n  url: redis://:S3cretPass42@127.0.0.1:6379/0 : oops\n',
+      'upstream:\n  credential: S3cretPass42\n\tport: 1\n',
+    ]) {
+      for (const message of [
+        (() => {
+          try {
+            parseConfigText('/c.yaml', text);
+          } catch (err) {
+            return (err as Error).message;
+          }
+        })(),
+        await parseConfigTextOffLoop('/c.yaml', text).then(
+          () => undefined,
+          (err: Error) => err.message,
+        ),
+      ]) {
+        expect(message).toMatch(/^config file \/c\.yaml is not valid YAML: .* at line \d+, column \d+$/);
+        expect(message).not.toContain('S3cretPass42');
+      }
+    }
+  });
 });

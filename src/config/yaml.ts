@@ -16,8 +16,16 @@ export const PARSE_TIMEOUT_MS = 5000;
 /** The heap a reload's parse may use; past it the worker stops and the reload is refused. */
 export const PARSE_HEAP_MB = 64;
 
-function notYaml(path: string, err: unknown): ConfigError {
-  return new ConfigError(`config file ${path} is not valid YAML: ${err instanceof Error ? err.message : String(err)}`);
+/**
+ * The parser's message without the lines of the file it quotes after its first line (a secret may
+ * stand on them): what is wrong, and where (`at line 6, column 1`).
+ */
+export function yamlProblem(message: string): string {
+  return message.split('\n', 1)[0]!.replace(/:\s*$/, '');
+}
+
+function notYaml(path: string, message: string): ConfigError {
+  return new ConfigError(`config file ${path} is not valid YAML: ${yamlProblem(message)}`);
 }
 
 /** The parsed document as the settings reader takes it: a mapping, or nothing. */
@@ -33,7 +41,7 @@ export function parseConfigText(path: string, text: string): Raw {
   try {
     doc = parseYaml(text);
   } catch (err) {
-    throw notYaml(path, err);
+    throw notYaml(path, err instanceof Error ? err.message : String(err));
   }
   return asMapping(path, doc);
 }

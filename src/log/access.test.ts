@@ -277,6 +277,11 @@ describe('keys in the logged path', () => {
     expect(redactPath(`/sk-abcdefghijklmnop/v1/models`)).toBe('/[redacted]/v1/models');
     // A key's body as the model of a Gemini path, before its action.
     expect(redactPath(`/v1beta/models/${relayKey}:generateContent`)).toBe('/v1beta/models/[redacted]:generateContent');
+    // With a channel suffix, after a Bearer (encoded or not), or before an extension.
+    expect(redactPath(`/v1beta/models/${relayKey}-3:generateContent`)).toBe('/v1beta/models/[redacted]:generateContent');
+    expect(redactPath(`/Bearer%20${sluiceKey}/v1/models`)).toBe('/Bearer%20[redacted]/v1/models');
+    expect(redactPath(`/Bearer ${sluiceKey}/v1/models`)).toBe('/Bearer [redacted]/v1/models');
+    expect(redactPath(`/v1/${relayKey}.json`)).toBe('/v1/[redacted].json');
   });
 
   it('leaves ordinary paths and model ids alone', () => {
@@ -289,6 +294,7 @@ describe('keys in the logged path', () => {
       '/v1beta/models/Meta-Llama-3.1-405B-Instruct-Turbo:generateContent',
       '/v1beta/models/Qwen2-VL-72B-Instruct-GPTQ-Int4-AWQ:generateContent',
       '/sk-short',
+      '/v1/models/task-disk-risk-ask-0123456789abcdefghij',
     ]) {
       expect(redactPath(p)).toBe(p);
     }
@@ -316,6 +322,8 @@ describe('keys in the logged path', () => {
     for (const line of await bothLines({ ...base, model: sluiceKey }, 'admitted')) expect(line.model).toBe('[redacted]');
     // The contract's `sk-` is optional: a key's body alone is a key too.
     for (const line of await bothLines({ ...base, model: relayKey }, 'admitted')) expect(line.model).toBe('[redacted]');
+    // White space or a Bearer around it.
+    for (const m of [` ${sluiceKey}`, `Bearer ${sluiceKey}`, `${relayKey}\n`, `bearer  ${relayKey}`]) expect(loggedModel(m), JSON.stringify(m)).toBe('[redacted]');
     for (const m of [
       'gpt-4o-mini',
       'Qwen2-VL-72B-Instruct-GPTQ-Int4-AWQ',

@@ -52,14 +52,16 @@ export function wantsAccessLine(mode: AccessLogMode, decision: Outcome, status: 
 const round = (ms: number): number => Math.round(ms * 100) / 100;
 
 /**
- * A path segment that looks like a key: `sk-` and at least 16 more characters (a key in the base
- * URL, `POST /sk-<key>/v1/models`, is a common mistake), or 32 or more characters of letters,
- * digits, `-` and `_` with upper case, lower case and digits all present (the shape of the random
- * part of new-api's and sluice's keys; model ids in paths carry `.`, `:` or one case only), or a
- * key's body before a `:` (a key given as the model of `/v1beta/models/<model>:generateContent`).
+ * A key in the path: `sk-` and at least 16 more characters, wherever it starts after a character
+ * that is no letter or digit (a key in the base URL, `POST /sk-<key>/v1/models`, is a common
+ * mistake; `Bearer%20sk-<key>` too); or a segment of 32 or more characters of letters, digits, `-`
+ * and `_` with upper case, lower case and digits all present (the shape of the random part of
+ * new-api's and sluice's keys; model ids in paths carry `.`, `:` or one case only), before a `/`,
+ * a `.` or the end; or a key's body, with any `-<channel>`, before a `:` (a key given as the model
+ * of `/v1beta/models/<model>:generateContent`).
  */
 const KEY_SEGMENT =
-  /(?<=\/)(?:[sS][kK]-[^/]{16,}|(?=[^/]*[A-Z])(?=[^/]*[a-z])(?=[^/]*[0-9])[\w-]{32,}(?=\/|$)|(?=[^/:]*[A-Z])(?=[^/:]*[a-z])(?=[^/:]*[0-9])[A-Za-z0-9]{32,}(?=:))/g;
+  /(?<=[^A-Za-z0-9]|%[0-9A-Fa-f]{2})[sS][kK]-[^/]{16,}|(?<=\/)(?:(?=[^/]*[A-Z])(?=[^/]*[a-z])(?=[^/]*[0-9])[\w-]{32,}(?=[/.]|$)|(?=[^/:]*[A-Z])(?=[^/:]*[a-z])(?=[^/:]*[0-9])[A-Za-z0-9]{32,}(?:-[^/:]*)?(?=:))/g;
 const REDACTED_SEGMENT = '[redacted]';
 
 /**
@@ -99,9 +101,10 @@ export function boundLogged(value: string): string {
 /**
  * A model that is a key: `sk-` and 16 or more characters, or a key's body without it (32 or more
  * letters and digits, upper case, lower case and digits all present; model ids carry `-`, `.` or
- * one case only). A client swapped an SDK's key and model arguments.
+ * one case only), with white space or `Bearer ` around it. A client swapped an SDK's key and model
+ * arguments.
  */
-const KEY_AS_MODEL = /^(?:[sS][kK]-.{16,}|(?=.*[A-Z])(?=.*[a-z])(?=.*[0-9])[A-Za-z0-9]{32,})$/s;
+const KEY_AS_MODEL = /^\s*(?:[bB]earer\s+)?(?:[sS][kK]-.{16,}|(?=.*[A-Z])(?=.*[a-z])(?=.*[0-9])[A-Za-z0-9]{32,}\s*)$/s;
 
 /** The model as logged: bounded, and never a key sent in its place. */
 export function loggedModel(model: string): string {

@@ -4,6 +4,7 @@
  * through the admin API, and `config check` printing an effective config that round-trips.
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -225,6 +226,27 @@ describe('sluice keys lookup and limits, through the admin API (the embedded sto
     expect((await call()).status).toBe(200);
     const ip = await sluice(['limits', 'show', '--ip', '::ffff:10.1.2.3'], env);
     expect(JSON.parse(ip.stdout)).toMatchObject({ ipLimits: { address: '10.1.2.3', bucket: '10.1.2.3' } });
+  });
+
+  it('imports a key read from standard input (--key -); one given on the command line works, with a warning', async () => {
+    const piped = `sk-${'P'.repeat(20)}${randomBytes(12).toString('hex')}`;
+    const fromStdin = await sluice(['keys', 'create', '--user', 'imported', '--key', '-'], env, `${piped}\n`);
+    expect(fromStdin.code, fromStdin.stderr).toBe(0);
+    expect(JSON.parse(fromStdin.stdout)).toMatchObject({ user: 'imported', key: piped });
+    expect(fromStdin.stderr).not.toContain('command line');
+    const argv = `sk-${'A'.repeat(20)}${randomBytes(12).toString('hex')}`;
+    const fromArgv = await sluice(['keys', 'create', '--user', 'imported', '--key', argv], env);
+    expect(fromArgv.code, fromArgv.stderr).toBe(0);
+    expect(fromArgv.stderr).toContain('on the command line, where ps and shell history show it');
+    const r = await request(h.url, 'GET', '/v1/models', { headers: { authorization: `Bearer ${piped}` } });
+    expect(r.status).toBe(200);
+  });
+
+  it('refuses an admin URL holding credentials (exit 2), without repeating them', async () => {
+    const r = await sluice(['keys', 'list', '--user', 'u1', '--admin-url', 'http://op:S3cretPass42@127.0.0.1:1'], { SLUICE_ADMIN_TOKEN: ADMIN_TOKEN });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('must not hold credentials');
+    expect(r.stderr).not.toContain('S3cretPass42');
   });
 });
 

@@ -64,6 +64,14 @@ describe('parseRelayDsn: the forms the relay takes in SQL_DSN', () => {
       'mysql://u:hunter2secret@db:3306',
       'no-database-here',
       'local',
+      // A password holding / with no /<database> after the address: the address is read as ending at it.
+      'u:hunter2se/cretpart@tcp(db:3306)',
+      'u:hunter2se/cretpart@tcp(db:3306)?tls=true',
+      // Parameters that are the password, or hold it.
+      'u:p@tcp(db:3306)/x?hunter2secret',
+      'u:p@tcp(db:3306)/x?a=%zzhunter2secret',
+      'u:p@tcp(db:3306)/x?tls=hunter2secret',
+      'u:p@tcp(db:3306)/x?timeout=hunter2secret',
     ];
     for (const v of cases) {
       let err: unknown;
@@ -75,6 +83,8 @@ describe('parseRelayDsn: the forms the relay takes in SQL_DSN', () => {
       expect(err, v).toBeInstanceOf(ConfigError);
       expect((err as Error).message).toContain('relayDb.url');
       expect((err as Error).message).not.toContain('hunter2secret');
+      expect((err as Error).message).not.toContain('hunter2se');
+      expect((err as Error).message).not.toContain('cretpart');
     }
   });
 

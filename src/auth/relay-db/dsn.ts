@@ -108,12 +108,12 @@ function goMysql(value: string, bad: Bad): RelayDsn {
     for (const pair of tail.slice(q + 1).split('&')) {
       if (pair === '') continue;
       const eq = pair.indexOf('=');
-      if (eq === -1) throw bad(`the parameter "${pair.slice(0, 40)}" has no value`);
+      if (eq === -1) throw bad('a parameter after ? has no value (name=value)');
       let v = pair.slice(eq + 1);
       try {
         v = decodeURIComponent(v);
       } catch {
-        throw bad(`the parameter "${pair.slice(0, eq)}" is not validly escaped`);
+        throw bad('a parameter after ? is not validly escaped');
       }
       params.set(pair.slice(0, eq), v);
     }
@@ -151,7 +151,9 @@ function goMysql(value: string, bad: Bad): RelayDsn {
       if (m[3] !== undefined) port = Number(m[3]);
     }
   } else {
-    throw bad(`the network "${net.slice(0, 20)}" is not tcp or unix`);
+    throw bad(
+      'the address before /<database> is not tcp(host:port) or unix(path) (the form ends the address at the last /: a / in the password needs /<database> after the address)',
+    );
   }
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw bad('the port is out of range');
   return {
@@ -173,7 +175,7 @@ function tlsMode(v: string | undefined, bad: Bad): 'off' | 'verify' | 'skip-veri
   // The Go driver's `preferred` encrypts without checking the certificate (and falls back to plain
   // text when the server offers no TLS, which mysql2 cannot: there sluice fails; use tls=false).
   if (v === 'skip-verify' || v === 'preferred' || v === 'VERIFY_CA') return 'skip-verify';
-  throw bad(`tls=${v.slice(0, 20)} is not supported (use true, skip-verify or false)`);
+  throw bad('its tls= is not supported (use true, skip-verify or false)');
 }
 
 /** A Go duration as the driver's `timeout=` takes it (`5s`, `500ms`, `1m30s`), in milliseconds. */
@@ -187,7 +189,7 @@ function goDuration(v: string | undefined, bad: Bad): number | null {
     total += Number(m[1]) * units[m[2]!]!;
     at = re.lastIndex;
   }
-  if (at !== v.length || at === 0) throw bad(`timeout=${v.slice(0, 20)} is not a Go duration such as 5s`);
+  if (at !== v.length || at === 0) throw bad('its timeout= is not a Go duration such as 5s');
   return Math.round(total);
 }
 
