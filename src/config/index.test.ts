@@ -269,7 +269,7 @@ describe('config', () => {
   });
 
   it.each([
-    [{ upstream: { credential: 987654321012345678 } }, ENV],
+    [{ upstream: { credential: 98765432101234 } }, ENV],
     [{ upstream: { credential: ['S3cretPass42'] } }, ENV],
     [{ upstream: { credential: { S3cretPass42: 'x' } } }, ENV],
     [{ upstream: { url: 'http://u:S3cretPass42@[bad' } }, {}],
