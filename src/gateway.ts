@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { boundLogged, createAccessLog, wantsAccessLine, type AccessRecord } from './log/access.js';
+import { createAccessLog, loggedModel, wantsAccessLine, type AccessRecord } from './log/access.js';
 import { REGISTRY_SOURCE, type Authenticator } from './auth/authenticator.js';
 import { headerReason, presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
@@ -29,7 +29,7 @@ import type { Outcome } from './answers/outcome.js';
 import type { Policy } from './limits/policy.js';
 import { newRequestId } from './http/request-id.js';
 import { closedOnConnection, closesWithConnection, MAX_PIPELINED_REQUESTS, pipelinedTooDeep, relayTurn } from './http/pipelining.js';
-import { routeOf, type RouteFamily } from './routing/routes.js';
+import { planFor, routeOf, type RouteFamily } from './routing/routes.js';
 import { invalidTargetReason, parseTarget } from './routing/target.js';
 import { atTurnEnd } from './runtime/turn-batch.js';
 
@@ -364,8 +364,10 @@ export function createGateway(d: GatewayDeps): Gateway {
     // the relay does not know.
     const registry = auth.identity.source === REGISTRY_SOURCE;
     const relayKey = registry ? (p.config.upstream.credential ?? 'sk-' + keyBody(auth.key)) : auth.key;
-    const free = (m.model !== null && p.freeTier.isFree(m.model)) || p.freeTier.pinsFreeChannel(relayKey);
-    t.model = m.model === null ? null : boundLogged(m.model);
+    // A pin takes effect where the relay's distributor picks a channel: the routes it reads a model on.
+    const free = (m.model !== null && p.freeTier.isFree(m.model)) || (planFor(route, t.method).kind !== 'none' && p.freeTier.pinsFreeChannel(relayKey));
+    // Judged whole for a key in its place, then bounded.
+    t.model = m.model === null ? null : loggedModel(m.model);
     t.freeTier = free;
     // The RateLimit fields of this free call's answer (none in shadow mode); the relay's own, if it sends any, win.
     let rateLimit: Record<string, string> | undefined;

@@ -264,6 +264,26 @@ function onProxyReq(proxyReq: ClientRequest, req: IncomingMessage): void {
   if (state.res.destroyed && !state.res.writableFinished) proxyReq.destroy();
 }
 
+/** What of a replaced relay answer is read and dropped, so that its connection serves again; past it, or past the time, the connection is closed. */
+const DROP_MAX_BYTES = 64 * 1024;
+const DROP_MAX_MS = 1000;
+
+/** The relay's own answer, replaced by sluice's: read to its end if short and prompt (its connection is kept), else dropped with its connection (its body may never end). */
+function dropAnswer(up: IncomingMessage, proxyReq: ClientRequest | null): void {
+  let read = 0;
+  const close = (): void => {
+    up.destroy();
+    proxyReq?.destroy();
+  };
+  const timer = setTimeout(close, DROP_MAX_MS).unref();
+  up.on('data', (c: Buffer) => {
+    read += c.length;
+    if (read > DROP_MAX_BYTES) close();
+  });
+  up.once('close', () => clearTimeout(timer));
+  up.resume();
+}
+
 /** What Node's writeHead refuses in a reason phrase (its checkInvalidHeaderChar). */
 const INVALID_REASON = /[^\t\x20-\x7e\x80-\xff]/;
 /** A media type is compared ignoring case (RFC 9110, 8.3.1). */
@@ -302,10 +322,7 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
     return;
   }
   if (state.intercept?.(up)) {
-    // The relay's own answer is dropped with its connection, not read to its end: its body may
-    // never end.
-    up.destroy();
-    state.proxyReq?.destroy();
+    dropAnswer(up, state.proxyReq);
     state.finish('intercepted', status, upstreamMs);
     return;
   }

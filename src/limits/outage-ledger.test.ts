@@ -30,6 +30,27 @@ const results = async (m: Metrics) => Object.fromEntries((await m.outageReplays.
 describe('OutageLedger', () => {
   afterEach(() => vi.useRealTimers());
 
+  it("lets go of a reset subject's admissions while a chunk is out, and of no other subject's", async () => {
+    const alice: LimitCheck[] = [{ kind: 'window', subject: 'u:alice', key: 'w', limit: 20, windowMs: 60_000 }];
+    const bob: LimitCheck[] = [{ kind: 'window', subject: 'u:bob', key: 'w', limit: 20, windowMs: 60_000 }];
+    const handed: string[] = [];
+    let ledger: OutageLedger | undefined;
+    const s = new MemoryStore() as unknown as Store;
+    s.replayAdmissions = async (admissions) => {
+      handed.push(...admissions.map((a) => a.member));
+      // An operator resets alice while the first chunk (1,024) is out.
+      if (handed.length === admissions.length) ledger!.forget('u:alice');
+      return admissions.map((a) => (a.member.startsWith('alice') ? 'retry' : 'replayed'));
+    };
+    ledger = new OutageLedger(s, new Metrics({ processMetrics: false }), pino({ level: 'silent' }), () => 1000);
+    for (let i = 0; i < 1020; i++) ledger.record({ checks: bob, nowMs: 900, member: `bob${i}`, maybeCounted: false });
+    for (let i = 0; i < 10; i++) ledger.record({ checks: alice, nowMs: 900, member: `alice${i}`, maybeCounted: false });
+    await ledger.replay();
+    // Every bob call was handed over; alice's first four, sent before the reset and left to retry, are not kept.
+    expect(handed.filter((m) => m.startsWith('bob')).length).toBe(1020);
+    expect(ledger.size).toBe(0);
+  });
+
   it('hands every waiting admission to the store once, keeps those it did not answer for a replay a second later, and logs the outcome when none is left', async () => {
     vi.useFakeTimers({ toFake: ['performance'] });
     let down = true;

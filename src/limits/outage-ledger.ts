@@ -117,8 +117,11 @@ export class OutageLedger {
         if (o === 'retry') again.push(a);
         else this.count(o, 1);
       });
-      // Admissions recorded while this chunk was out were appended behind it.
-      this.waiting = again.concat(this.waiting.slice(chunk.length));
+      // While the chunk was out, admissions were recorded behind it and a reset may have let go of
+      // some (forget): the sent ones are taken out by identity, and one to retry stays only if it is still waiting.
+      const sent = new Set(chunk);
+      const still = new Set(this.waiting);
+      this.waiting = again.filter((a) => still.has(a)).concat(this.waiting.filter((a) => !sent.has(a)));
       if (again.length > 0) {
         this.retryAt = performance.now() + RETRY_AFTER_MS; // the store stopped answering: a later call goes on
         return;

@@ -323,7 +323,9 @@ describe('keys in the logged path', () => {
     // The contract's `sk-` is optional: a key's body alone is a key too.
     for (const line of await bothLines({ ...base, model: relayKey }, 'admitted')) expect(line.model).toBe('[redacted]');
     // White space or a Bearer around it.
-    for (const m of [` ${sluiceKey}`, `Bearer ${sluiceKey}`, `${relayKey}\n`, `bearer  ${relayKey}`]) expect(loggedModel(m), JSON.stringify(m)).toBe('[redacted]');
+    for (const m of [` ${sluiceKey}`, `Bearer ${sluiceKey}`, `${relayKey}\n`, `bearer  ${relayKey}`, `${relayKey}${' '.repeat(300)}`]) {
+      expect(loggedModel(m), JSON.stringify(m)).toBe('[redacted]');
+    }
     for (const m of [
       'gpt-4o-mini',
       'Qwen2-VL-72B-Instruct-GPTQ-Int4-AWQ',

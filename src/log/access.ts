@@ -104,11 +104,13 @@ export function boundLogged(value: string): string {
  * one case only), with white space or `Bearer ` around it. A client swapped an SDK's key and model
  * arguments.
  */
-const KEY_AS_MODEL = /^\s*(?:[bB]earer\s+)?(?:[sS][kK]-.{16,}|(?=.*[A-Z])(?=.*[a-z])(?=.*[0-9])[A-Za-z0-9]{32,}\s*)$/s;
+const KEY_AS_MODEL = /^(?:[sS][kK]-.{16,}|(?=.*[A-Z])(?=.*[a-z])(?=.*[0-9])[A-Za-z0-9]{32,})$/s;
+const BEARER = /^bearer\s+/i;
 
 /** The model as logged: bounded, and never a key sent in its place. */
 export function loggedModel(model: string): string {
-  return KEY_AS_MODEL.test(model) ? REDACTED_SEGMENT : boundLogged(model);
+  const bare = model.trim().replace(BEARER, '');
+  return KEY_AS_MODEL.test(bare) ? REDACTED_SEGMENT : boundLogged(model);
 }
 
 /**

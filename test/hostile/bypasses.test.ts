@@ -251,11 +251,12 @@ describe("a free model's compact variant (new-api routes /v1/responses/compact o
 describe('a call pinned to a channel (sk-<key>-<n>): counted as free, whatever model it names', () => {
   // A key the relay knows as an administrator's (it grants the channel), imported into sluice's registry.
   const ADMIN = `AdminPinned${randomBytes(16).toString('hex')}`;
+  const ADMIN2 = `AdminPinned${randomBytes(16).toString('hex')}`;
   let relay: RelayStandin;
   let all: Harness;
   let listed: Harness;
   beforeAll(async () => {
-    relay = await startRelayStandin({ quiet: true, adminKeys: [ADMIN] });
+    relay = await startRelayStandin({ quiet: true, adminKeys: [ADMIN, ADMIN2] });
     all = await startHarness({ store: 'memory', relay });
     listed = await startHarness({ store: 'memory', relay, file: { freeTier: { pinnedChannels: [5] } } });
   });
@@ -281,6 +282,16 @@ describe('a call pinned to a channel (sk-<key>-<n>): counted as free, whatever m
     // Not pinned, the paid model is not limited.
     expect((await chat(all, `sk-${ADMIN}`)).status).toBe(200);
     expect(await usedToday(all, user)).toBe(20);
+  });
+
+  it('a pinned key on a route where the relay picks no channel (the model list, usage) is not counted', async () => {
+    const user = `pinned-models-${process.pid}`;
+    await all.createKey(user, { key: `sk-${ADMIN2}` });
+    for (let i = 0; i < 25; i++) {
+      const r = await request(all.url, 'GET', '/v1/models', { headers: { authorization: `Bearer sk-${ADMIN2}-7` } });
+      expect(r.status).toBe(200);
+    }
+    expect(await usedToday(all, user)).toBe(0);
   });
 
   it('with pinnedChannels listed, only a channel the relay reads as a listed id counts (strconv.Atoi: +05 is 5)', async () => {

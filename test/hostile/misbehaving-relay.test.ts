@@ -19,12 +19,13 @@ import { openRaw } from './raw.js';
 const EVENT = 'data: {"a":1}\n\n';
 const chunked = (text: string): string => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
 
-type Mode = 'bad-reason' | 'bad-reason-stream' | 'early-answer' | 'endless-429' | 'capital-stream' | 'ok';
+type Mode = 'bad-reason' | 'bad-reason-stream' | 'early-answer' | 'endless-429' | 'short-429' | 'capital-stream' | 'ok';
 
 interface HostileRelay {
   url: string;
   mode: Mode;
-  /** Connections closed, and bytes the relay wrote (an endless body grows it). */
+  /** Connections opened and closed, and bytes the relay wrote (an endless body grows it). */
+  opened: number;
   closed: number;
   written: number;
   close(): Promise<void>;
@@ -35,6 +36,7 @@ async function hostileRelay(): Promise<HostileRelay> {
   const relay: HostileRelay = {
     url: '',
     mode: 'ok',
+    opened: 0,
     closed: 0,
     written: 0,
     close: () => {
@@ -47,6 +49,7 @@ async function hostileRelay(): Promise<HostileRelay> {
     return s.write(text);
   };
   const server = net.createServer((s) => {
+    relay.opened++;
     sockets.add(s);
     s.on('error', () => {});
     s.on('close', () => {
@@ -85,6 +88,9 @@ async function hostileRelay(): Promise<HostileRelay> {
           more();
           break;
         }
+        case 'short-429':
+          write(s, 'HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
+          break;
         case 'capital-stream':
           // Headers now, the first event only after a long think.
           write(s, 'HTTP/1.1 200 OK\r\ncontent-type: Text/Event-Stream; charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n');
@@ -166,6 +172,18 @@ describe('a relay that misbehaves where Node parses it', () => {
     expect(relay.written).toBe(written);
     expect(written).toBeLessThan(64 * 1024 * 1024);
     await stillServes();
+  });
+
+  it('a short 429 sluice replaces: read to its end, and its connection serves the next calls', async () => {
+    await stillServes();
+    relay.mode = 'short-429';
+    const opened = relay.opened;
+    for (let i = 0; i < 3; i++) {
+      const r = await chat('vend-flash-free');
+      expect(r.status).toBe(402);
+    }
+    await stillServes();
+    expect(relay.opened).toBe(opened);
   });
 
   it('a stream whose media type is not in lower case: its headers reach the client at once, and it is counted as a stream', async () => {

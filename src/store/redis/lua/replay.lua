@@ -40,7 +40,8 @@ local function replay(t, member, n, maybe)
       local left = t + params[i] - now
       if left > 0 then
         redis.call('ZADD', keys[i], t, member)
-        if redis.call('PTTL', keys[i]) < left then redis.call('PEXPIRE', keys[i], left) end
+        -- As consume.lua: a window key outlives its newest call by the clocks' margin.
+        if redis.call('PTTL', keys[i]) < left + EVIDENCE_MARGIN_MS then redis.call('PEXPIRE', keys[i], left + EVIDENCE_MARGIN_MS) end
       end
     elseif params[i] > now then
       -- As consume.lua: the key names the day; its expiry, set when it is made, only bounds memory.
