@@ -7,106 +7,63 @@
  * headers were held until its first byte). The relay here is a raw TCP server writing exactly
  * those bytes.
  */
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { request } from '../support/http.js';
 import { capturedLog } from '../support/log.js';
 import { eventually } from '../support/time.js';
-import { openRaw } from './raw.js';
+import { openRaw, startRawRelay, type RawRelay } from './raw.js';
 
 const EVENT = 'data: {"a":1}\n\n';
 const chunked = (text: string): string => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
 
 type Mode = 'bad-reason' | 'bad-reason-stream' | 'early-answer' | 'endless-429' | 'short-429' | 'capital-stream' | 'ok';
 
-interface HostileRelay {
-  url: string;
-  mode: Mode;
-  /** Connections opened and closed, and bytes the relay wrote (an endless body grows it). */
-  opened: number;
-  closed: number;
-  written: number;
-  close(): Promise<void>;
-}
+type HostileRelay = RawRelay<Mode>;
 
-async function hostileRelay(): Promise<HostileRelay> {
-  const sockets = new Set<net.Socket>();
-  const relay: HostileRelay = {
-    url: '',
-    mode: 'ok',
-    opened: 0,
-    closed: 0,
-    written: 0,
-    close: () => {
-      for (const s of sockets) s.destroy();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-  const write = (s: net.Socket, text: string | Buffer): boolean => {
-    relay.written += text.length;
-    return s.write(text);
-  };
-  const server = net.createServer((s) => {
-    relay.opened++;
-    sockets.add(s);
-    s.on('error', () => {});
-    s.on('close', () => {
-      sockets.delete(s);
-      relay.closed++;
-    });
-    let head = '';
-    const onData = (b: Buffer): void => {
-      if (head === null) return;
-      head += b.toString('latin1');
-      if (!head.includes('\r\n\r\n')) return;
-      head = '';
-      switch (relay.mode) {
-        case 'bad-reason':
-          write(s, 'HTTP/1.1 200 O\x01K\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{"ok":true}');
-          break;
-        case 'bad-reason-stream':
-          write(s, 'HTTP/1.1 200 \x1b[31mOK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n');
-          write(s, `${chunked(EVENT)}0\r\n\r\n`);
-          break;
-        case 'early-answer':
-          // Answers at once, then reads nothing for a while (a hung relay): the body stays unsent.
-          // Reading again, it finds the connection closed, or reads the rest of the body and keeps it open.
-          write(s, 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{"ok":true}');
-          s.off('data', onData);
-          s.pause();
-          setTimeout(() => s.on('data', () => {}).resume(), 500);
-          break;
-        case 'endless-429': {
-          write(s, 'HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n');
-          const chunk = `4000\r\n${'x'.repeat(0x4000)}\r\n`;
-          const more = (): void => {
-            while (!s.destroyed && write(s, chunk));
-            if (!s.destroyed) s.once('drain', more);
-          };
-          more();
-          break;
-        }
-        case 'short-429':
-          write(s, 'HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
-          break;
-        case 'capital-stream':
-          // Headers now, the first event only after a long think.
-          write(s, 'HTTP/1.1 200 OK\r\ncontent-type: Text/Event-Stream; charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n');
-          setTimeout(() => {
-            if (!s.destroyed) write(s, `${chunked(EVENT)}0\r\n\r\n`);
-          }, 1500);
-          break;
-        default:
-          write(s, 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{"ok":true}');
+function hostileRelay(): Promise<HostileRelay> {
+  return startRawRelay<Mode>('ok', (s, relay, stopReading) => {
+    switch (relay.mode) {
+      case 'bad-reason':
+        relay.write(s, 'HTTP/1.1 200 O\x01K\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{"ok":true}');
+        break;
+      case 'bad-reason-stream':
+        relay.write(s, 'HTTP/1.1 200 \x1b[31mOK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n');
+        relay.write(s, `${chunked(EVENT)}0\r\n\r\n`);
+        break;
+      case 'early-answer':
+        // Answers at once, then reads nothing for a while (a hung relay): the body stays unsent.
+        // Reading again, it finds the connection closed, or reads the rest of the body and keeps it open.
+        relay.write(s, 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{"ok":true}');
+        stopReading();
+        s.pause();
+        setTimeout(() => s.on('data', () => {}).resume(), 500);
+        break;
+      case 'endless-429': {
+        relay.write(s, 'HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n');
+        const chunk = `4000\r\n${'x'.repeat(0x4000)}\r\n`;
+        const more = (): void => {
+          while (!s.destroyed && relay.write(s, chunk));
+          if (!s.destroyed) s.once('drain', more);
+        };
+        more();
+        break;
       }
-    };
-    s.on('data', onData);
+      case 'short-429':
+        relay.write(s, 'HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
+        break;
+      case 'capital-stream':
+        // Headers now, the first event only after a long think.
+        relay.write(s, 'HTTP/1.1 200 OK\r\ncontent-type: Text/Event-Stream; charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n');
+        setTimeout(() => {
+          if (!s.destroyed) relay.write(s, `${chunked(EVENT)}0\r\n\r\n`);
+        }, 1500);
+        break;
+      default:
+        relay.write(s, 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{"ok":true}');
+    }
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  relay.url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
-  return relay;
 }
 
 describe('a relay that misbehaves where Node parses it', () => {

@@ -88,6 +88,62 @@ export function openRaw(port: number, first?: string | Buffer): Promise<RawConne
   });
 }
 
+/** A relay on raw TCP, answering by its current `mode`; counts its connections and the bytes it wrote. */
+export interface RawRelay<M extends string> {
+  url: string;
+  mode: M;
+  opened: number;
+  closed: number;
+  written: number;
+  /** Writes `data` on `socket`, counted in `written`. */
+  write(socket: net.Socket, data: string): boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a relay that writes exactly the bytes a test gives it: each time a request's head is in
+ * (its blank line; what follows is not parsed), `answer` writes on the socket. `stopReading` ends
+ * that for the connection, so that `answer` can hold what the socket does next.
+ */
+export async function startRawRelay<M extends string>(mode: M, answer: (socket: net.Socket, relay: RawRelay<M>, stopReading: () => void) => void): Promise<RawRelay<M>> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    relay.opened++;
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      sockets.delete(socket);
+      relay.closed++;
+    });
+    let head = '';
+    const onData = (b: Buffer): void => {
+      head += b.toString('latin1');
+      if (!head.includes('\r\n\r\n')) return;
+      head = '';
+      answer(socket, relay, () => socket.off('data', onData));
+    };
+    socket.on('data', onData);
+  });
+  const relay: RawRelay<M> = {
+    url: '',
+    mode,
+    opened: 0,
+    closed: 0,
+    written: 0,
+    write(socket, data) {
+      relay.written += data.length;
+      return socket.write(data);
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  relay.url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+  return relay;
+}
+
 /** The status line's code of an HTTP answer in `text` (the first one that is not 1xx), or 0. */
 export function finalStatus(text: string): number {
   for (const m of text.matchAll(/HTTP\/1\.1 (\d{3})/g)) {

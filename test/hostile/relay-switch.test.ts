@@ -4,55 +4,30 @@
  * client waited for upstream.headersTimeoutSeconds (600 s). It gets 502 at once now. The relay here
  * is a raw TCP server writing exactly those bytes.
  */
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.js';
 import { metricsText, metricValue } from '../support/helpers.js';
 import { request } from '../support/http.js';
 import { capturedLog } from '../support/log.js';
 import { eventually, sleep, within } from '../support/time.js';
+import { startRawRelay, type RawRelay } from './raw.js';
 
 type Mode = 'switch' | 'bare-switch' | 'status-99' | 'status-0' | 'ok';
 
-/** A relay that answers each request by `mode`, and records how many of its connections closed. */
-async function switchingRelay(): Promise<{ url: string; mode: Mode; closed: number; close(): Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const relay = {
-    url: '',
-    mode: 'switch' as Mode,
-    closed: 0,
-    close: () => {
-      for (const s of sockets) s.destroy();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-  const server = net.createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => {});
-    s.on('close', () => {
-      sockets.delete(s);
-      relay.closed++;
-    });
-    let head = '';
-    s.on('data', (b: Buffer) => {
-      head += b.toString('latin1');
-      if (!head.includes('\r\n\r\n')) return;
-      head = '';
-      if (relay.mode === 'switch') s.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
-      else if (relay.mode === 'bare-switch') s.write('HTTP/1.1 101 Switching Protocols\r\n\r\n');
-      // A status HTTP does not allow: Node's parser reads it, and writeHead would throw on it.
-      else if (relay.mode === 'status-99') s.write('HTTP/1.1 099 Weird\r\ncontent-length: 0\r\n\r\n');
-      else if (relay.mode === 'status-0') s.write('HTTP/1.1 000 Zero\r\ncontent-length: 0\r\n\r\n');
-      else s.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{"ok":true}');
-    });
+/** A relay that answers each request by `mode`, and counts its connections closed. */
+function switchingRelay(): Promise<RawRelay<Mode>> {
+  return startRawRelay<Mode>('switch', (s, relay) => {
+    if (relay.mode === 'switch') relay.write(s, 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+    else if (relay.mode === 'bare-switch') relay.write(s, 'HTTP/1.1 101 Switching Protocols\r\n\r\n');
+    // A status HTTP does not allow: Node's parser reads it, and writeHead would throw on it.
+    else if (relay.mode === 'status-99') relay.write(s, 'HTTP/1.1 099 Weird\r\ncontent-length: 0\r\n\r\n');
+    else if (relay.mode === 'status-0') relay.write(s, 'HTTP/1.1 000 Zero\r\ncontent-length: 0\r\n\r\n');
+    else relay.write(s, 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{"ok":true}');
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  relay.url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
-  return relay;
 }
 
 describe('a relay that answers 101 Switching Protocols, or a status below 100, to an ordinary request', () => {
-  let relay: Awaited<ReturnType<typeof switchingRelay>>;
+  let relay: RawRelay<Mode>;
   let h: Harness;
   let key = '';
   const logs = capturedLog();
