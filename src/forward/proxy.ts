@@ -12,6 +12,7 @@ import type { Url } from 'node:url';
 import httpProxy from 'http-proxy';
 import { createUpstreamAgent, type UpstreamAgentOptions } from './agent.js';
 import type { BodyLease } from '../http/body-budget.js';
+import { dropRest } from '../http/body.js';
 import { TurnBatch } from '../runtime/turn-batch.js';
 import { Refusals, sendRefusal, type Fields } from '../answers/refusals.js';
 import type { Outcome } from '../answers/outcome.js';
@@ -264,25 +265,12 @@ function onProxyReq(proxyReq: ClientRequest, req: IncomingMessage): void {
   if (state.res.destroyed && !state.res.writableFinished) proxyReq.destroy();
 }
 
-/** What of a replaced relay answer is read and dropped, so that its connection serves again; past it, or past the time, the connection is closed. */
+/**
+ * What of a relay answer that sluice replaced is read and dropped, so that its connection serves
+ * again; past it, or past the time, the connection is closed (its body may never end).
+ */
 const DROP_MAX_BYTES = 64 * 1024;
 const DROP_MAX_MS = 1000;
-
-/** The relay's own answer, replaced by sluice's: read to its end if short and prompt (its connection is kept), else dropped with its connection (its body may never end). */
-function dropAnswer(up: IncomingMessage, proxyReq: ClientRequest | null): void {
-  let read = 0;
-  const close = (): void => {
-    up.destroy();
-    proxyReq?.destroy();
-  };
-  const timer = setTimeout(close, DROP_MAX_MS).unref();
-  up.on('data', (c: Buffer) => {
-    read += c.length;
-    if (read > DROP_MAX_BYTES) close();
-  });
-  up.once('close', () => clearTimeout(timer));
-  up.resume();
-}
 
 /** What Node's writeHead refuses in a reason phrase (its checkInvalidHeaderChar). */
 const INVALID_REASON = /[^\t\x20-\x7e\x80-\xff]/;
@@ -322,7 +310,7 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
     return;
   }
   if (state.intercept?.(up)) {
-    dropAnswer(up, state.proxyReq);
+    dropRest(up, DROP_MAX_BYTES, DROP_MAX_MS);
     state.finish('intercepted', status, upstreamMs);
     return;
   }

@@ -118,7 +118,8 @@ export class Accumulator {
  * `maxBytes` more, so that the client, still uploading, reads the answer: closing a socket with
  * unread bytes in it makes the kernel answer RST, which can discard the answer unread. Past
  * `maxBytes` (a body of unknown length that goes on), or when the rest is not in within `withinMs`
- * (if given), the connection is closed.
+ * (if given), the connection is closed. The same for a relay answer sluice replaced: read to its
+ * end, its connection serves again.
  */
 export function dropRest(req: IncomingMessage, maxBytes: number, withinMs?: number): void {
   let dropped = 0;
