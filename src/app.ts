@@ -181,6 +181,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
     upstream: config.upstream.url,
     openStreams: metrics.openStreams,
     headersTimeoutSeconds: config.upstream.headersTimeoutSeconds,
+    idleTimeoutSeconds: config.upstream.idleTimeoutSeconds,
     onOutOfSockets: () => {
       readiness.outOfSockets();
       metrics.outOfSockets.inc();
@@ -233,7 +234,10 @@ export function createSluice(opts: SluiceOptions): Sluice {
               budget.limit = c.bodyBudgetBytes;
               budget.perAddress = addressShare(c);
             },
-            (c) => forwarder.setHeadersTimeout(c.upstream.headersTimeoutSeconds),
+            (c) => {
+              forwarder.setHeadersTimeout(c.upstream.headersTimeoutSeconds);
+              forwarder.setIdleTimeout(c.upstream.idleTimeoutSeconds);
+            },
             (c) => void (log.level = c.logLevel),
           ],
         }),

@@ -438,7 +438,13 @@ export function createGateway(d: GatewayDeps): Gateway {
           log.error({ reqId: t.id, err: r.error?.message }, 'sluice is out of sockets: no descriptor left to open a relay connection (see server.maxConnections)');
         else if (r.outcome === 'upstream_timeout')
           log.warn({ reqId: t.id, seconds: d.policy().config.upstream.headersTimeoutSeconds }, 'relay did not answer in time; its request was aborted');
-        else if (r.error && r.outcome !== 'client_aborted') log.warn({ reqId: t.id, err: r.error.message }, 'relay request failed');
+        else if (r.outcome === 'answer_stalled') {
+          t.reason = r.reason;
+          log.warn(
+            { reqId: t.id, reason: r.reason, seconds: d.policy().config.upstream.idleTimeoutSeconds },
+            'answer cut: none of its bytes moved within upstream.idleTimeoutSeconds',
+          );
+        } else if (r.error && r.outcome !== 'client_aborted') log.warn({ reqId: t.id, err: r.error.message }, 'relay request failed');
         done(t);
       },
     });

@@ -16,6 +16,11 @@ const ADMITTED = 'admitted';
 const ENDINGS = [
   /** The relay went away in the middle of its answer. */
   'upstream_aborted',
+  /**
+   * sluice cut it: none of its answer's bytes moved for `upstream.idleTimeoutSeconds` (the relay
+   * went silent, or the client stopped reading).
+   */
+  'answer_stalled',
   /** The client went away before its answer was whole. */
   'client_aborted',
   /** sluice cut it: still open when a drain's bound (drainSeconds) passed. */

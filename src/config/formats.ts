@@ -47,7 +47,17 @@ export const FORMATS = {
   'http-url': {
     doc: 'http:// or https:// URL',
     noun: 'URL',
-    problem: (s) => urlProblem(s, ['http:', 'https:'], 'an http:// or https:// URL', true),
+    problem: (s) => {
+      const problem = urlProblem(s, ['http:', 'https:'], 'an http:// or https:// URL', true);
+      if (problem !== null) return problem;
+      // The relay is reached at its host, port and path; anything else in the URL would be dropped
+      // in silence, and a user or password would be shown wherever the config is.
+      const u = new URL(s);
+      if (u.username !== '' || u.password !== '')
+        return 'must not hold a user or password: sluice never sends them to the relay (a token for the relay goes in upstream.credential)';
+      if (u.search !== '' || u.hash !== '') return "must not hold a query or a fragment: each request reaches the relay with its client's own";
+      return null;
+    },
   },
   'redis-url': {
     doc: 'redis:// or rediss:// URL',

@@ -107,7 +107,7 @@ describe('config', () => {
 
   it('keeps the defaults the schema has always had', () => {
     expect(DEFAULTS.server).toEqual({ maxConnections: null, headersTimeoutSeconds: 15, requestTimeoutSeconds: 300, keepAliveTimeoutSeconds: 65 });
-    expect(DEFAULTS.upstream).toEqual({ credential: null, headersTimeoutSeconds: 600 });
+    expect(DEFAULTS.upstream).toEqual({ credential: null, headersTimeoutSeconds: 600, idleTimeoutSeconds: 600 });
     expect(DEFAULTS.relayDb).toEqual({ url: null, schema: 'auto', poolSize: 2, queryTimeoutMs: 2000, recheckSeconds: 10, staleSeconds: 900 });
     expect(DEFAULTS.redis).toEqual({ url: null, keyPrefix: 'sluice:', commandTimeoutMs: 100, sentinels: null, sentinelName: null, clusterNodes: null, batchDecisions: true });
     expect([DEFAULTS.host, DEFAULTS.port, DEFAULTS.adminHost, DEFAULTS.adminPort, DEFAULTS.adminToken, DEFAULTS.logLevel]).toEqual([
@@ -135,19 +135,19 @@ describe('config', () => {
     ]);
   });
 
-  it('shows no secret in the public config: a set secret as [redacted], an unset one as null, a URL without its password', () => {
+  it('shows no secret in the public config: a set secret as [redacted], an unset one as null', () => {
     const c = buildConfig(
       { upstream: { credential: 'sk-secret-credential' } },
       {
-        SLUICE_UPSTREAM_URL: 'http://u:relaypw@127.0.0.1:3000',
+        SLUICE_UPSTREAM_URL: 'http://127.0.0.1:3000/relay',
         SLUICE_ADMIN_TOKEN: 'admin-token-secret-0123',
         SLUICE_REDIS_URL: 'redis://:redispw@127.0.0.1:6379/2',
         SLUICE_RELAY_DB: 'postgres://u:dbpw@db:5432/newapi',
       },
     );
     const p = publicConfig(c) as { upstream: { url: string; credential: string }; redis: { url: string }; relayDb: Record<string, unknown> };
-    expect(JSON.stringify(p)).not.toMatch(/relaypw|redispw|dbpw|secret/);
-    expect([p.upstream.url, p.upstream.credential, p.redis.url, p.relayDb.url]).toEqual(['http://u:%5Bredacted%5D@127.0.0.1:3000/', '[redacted]', '[redacted]', '[redacted]']);
+    expect(JSON.stringify(p)).not.toMatch(/redispw|dbpw|secret/);
+    expect([p.upstream.url, p.upstream.credential, p.redis.url, p.relayDb.url]).toEqual(['http://127.0.0.1:3000/relay', '[redacted]', '[redacted]', '[redacted]']);
     // The file's key, not the parsed address; the admin token is not a key of the file.
     expect(p.relayDb).not.toHaveProperty('dsn');
     expect(p).not.toHaveProperty('adminToken');
@@ -161,7 +161,7 @@ describe('config', () => {
       SLUICE_RELAY_DB: 'u:dbpw@tcp(db:3306)/newapi?parseTime=True',
     };
     const file = {
-      upstream: { url: 'http://u:relaypw@127.0.0.1:3000', headersTimeoutSeconds: 0 },
+      upstream: { url: 'http://127.0.0.1:3000', headersTimeoutSeconds: 0 },
       redis: { keyPrefix: 'x:', sentinels: 'a:1,b:2', sentinelName: 'm' },
       relayDb: { schema: 'new-api', poolSize: 3 },
       freeTier: { models: ['a-free', 'b-free'] },
@@ -171,8 +171,6 @@ describe('config', () => {
     const env = { ...secrets, SLUICE_ADMIN_TOKEN: 'admin-token-secret-0123' };
     const first = buildConfig(file, env);
     const printed = JSON.parse(JSON.stringify(publicConfig(first))) as Record<string, unknown>;
-    // The upstream URL's password is a secret of its own: given again in the saved file.
-    (printed.upstream as Record<string, unknown>).url = 'http://u:relaypw@127.0.0.1:3000';
     const second = buildConfig(parseYaml(stringifyYaml(printed)) as Record<string, unknown>, env);
     expect(JSON.stringify(second)).toBe(JSON.stringify(first));
     expect(publicConfig(second)).toEqual(publicConfig(first));
@@ -180,7 +178,6 @@ describe('config', () => {
     expect(() => buildConfig(printed, { SLUICE_REDIS_URL: secrets.SLUICE_REDIS_URL, SLUICE_RELAY_DB: secrets.SLUICE_RELAY_DB })).toThrow(
       /upstream\.credential holds "\[redacted\]", the placeholder a printed config shows for a secret/,
     );
-    expect(() => buildConfig({ upstream: { url: 'http://u:%5Bredacted%5D@127.0.0.1:3000/' } }, {})).toThrow(/upstream\.url holds "\[redacted\]"/);
   });
 
   it('bounds bodies, connections and waits by default, sized to the shipped memory limit', () => {
@@ -261,6 +258,10 @@ describe('config', () => {
     [{ SLUICE_PORT: 'eighty' }, /"SLUICE_PORT" must be an integer/],
     [{ SLUICE_REDIS_URL: 'http://x' }, /"SLUICE_REDIS_URL" must be a redis:\/\/ or rediss:\/\//],
     [{ SLUICE_UPSTREAM_URL: 'ftp://x' }, /"SLUICE_UPSTREAM_URL" must be an http/],
+    [{ SLUICE_UPSTREAM_URL: 'http://u:relaypw@relay:3000' }, /"SLUICE_UPSTREAM_URL" must not hold a user or password: sluice never sends them to the relay/],
+    [{ SLUICE_UPSTREAM_URL: 'http://token@relay:3000' }, /"SLUICE_UPSTREAM_URL" must not hold a user or password/],
+    [{ SLUICE_UPSTREAM_URL: 'http://relay:3000/?key=abc' }, /"SLUICE_UPSTREAM_URL" must not hold a query or a fragment/],
+    [{ SLUICE_UPSTREAM_URL: 'http://relay:3000/#x' }, /"SLUICE_UPSTREAM_URL" must not hold a query or a fragment/],
     [{ SLUICE_ADMIN_TOKEN: 'short' }, /SLUICE_ADMIN_TOKEN must be at least 16/],
     [{ SLUICE_ACCESS_LOG: 'most' }, /"SLUICE_ACCESS_LOG" must be one of all, errors, off/],
     [{ SLUICE_MAX_CONNECTIONS: 'many' }, /"SLUICE_MAX_CONNECTIONS" must be an integer/],
@@ -274,6 +275,8 @@ describe('config', () => {
     [{ upstream: { credential: { S3cretPass42: 'x' } } }, ENV],
     [{ upstream: { url: 'http://u:S3cretPass42@[bad' } }, {}],
     [{}, { SLUICE_UPSTREAM_URL: 'http://u:S3cretPass42@[bad' }],
+    [{ upstream: { url: 'http://u:S3cretPass42@relay:3000' } }, {}],
+    [{ upstream: { url: 'http://relay:3000/?key=S3cretPass42' } }, {}],
     [{ redis: { sentinels: ['redis://:S3cretPass42@sentinel:26379'] } }, ENV],
     [{}, { ...ENV, SLUICE_REDIS_CLUSTER_NODES: 'redis://:S3cretPass42@node:6379' }],
   ])('refuses %j %j without repeating the secret it may hold', (file, env) => {

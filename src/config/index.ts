@@ -103,7 +103,7 @@ export function upstreamSet(cfg: Config): boolean {
 /**
  * The effective config as a config file would give it, for the admin API, `sluice config check`
  * and the reload log line: every key of the file (`relayDb.url`, not the parsed address), a set
- * secret as "[redacted]" and an unset one as null, a URL's password as "[redacted]", and no
+ * secret as "[redacted]" and an unset one as null (the upstream URL holds no user or password), and no
  * upstream when none was given (null). Saved as a file, with the secrets given again (their
  * environment variables win over the file), it is accepted and gives the same config. The admin
  * token, set through the environment only, is not a key of the file: it is not shown.
@@ -113,7 +113,7 @@ export function publicConfig(cfg: Config): Record<string, unknown> {
   const { dsn, ...relayDbRest } = relayDb;
   const out: Record<string, unknown> = {
     ...rest,
-    upstream: { ...cfg.upstream, url: upstreamSet(cfg) ? redactPassword(cfg.upstream.url.href) : null },
+    upstream: { ...cfg.upstream, url: upstreamSet(cfg) ? cfg.upstream.url.href : null },
     relayDb: { url: dsn, ...relayDbRest },
     // A list of free models replaces the suffix rule, and a file may name only one of the two.
     freeTier: cfg.freeTier.models === null ? cfg.freeTier : { ...cfg.freeTier, modelSuffix: null },
@@ -127,12 +127,6 @@ export function publicConfig(cfg: Config): Record<string, unknown> {
     parent[last] = parent[last] === null || parent[last] === undefined ? null : REDACTED;
   }
   return out;
-}
-
-function redactPassword(u: string): string {
-  const url = new URL(u);
-  if (url.password) url.password = REDACTED;
-  return url.href;
 }
 
 export function trustedProxyList(cidrs: readonly string[]): BlockList {

@@ -66,7 +66,7 @@ export const SETTINGS = Type.Object({
         format: 'http-url',
         env: 'SLUICE_UPSTREAM_URL',
         startupOnly: true,
-        description: 'The base URL of the relay sluice fronts (e.g. `http://127.0.0.1:3000`).',
+        description: 'The base URL of the relay sluice fronts (e.g. `http://127.0.0.1:3000`): scheme, host, port and path; a user, password, query or fragment is refused.',
       }),
       credential: textOrNull({
         env: 'SLUICE_UPSTREAM_CREDENTIAL',
@@ -75,6 +75,10 @@ export const SETTINGS = Type.Object({
           "A token the relay issued, sent to it as `Authorization: Bearer <credential>` in place of a key from sluice's own registry, which the relay does not know (unset: the registry key itself). Keys from the relay's database always reach the relay as the client sent them.",
       }),
       headersTimeoutSeconds: int(0, DAY, 600, { description: "The relay's response headers must arrive this long after forwarding, else 504 (0: no bound)." }),
+      idleTimeoutSeconds: int(0, DAY, 600, {
+        description:
+          "Once the relay's answer is under way, this long with no byte from the relay and no room freed by the client cuts it: both connections are closed (outcome `answer_stalled`; 0: no bound). Applies to answers that start after a reload.",
+      }),
     },
     { description: 'The relay sluice fronts.' },
   ),

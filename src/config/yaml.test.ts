@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { parseConfigText, parseConfigTextOffLoop } from './yaml.js';
 
 describe('parsing the config file', () => {
@@ -28,6 +28,11 @@ describe('parsing the config file', () => {
       'upstream:\n  credential: "S3cretPass42-credential\nredis:\n  url: redis://:S3cretPass42@127.0.0.1:6379/0\n',
       'redis:\n  url: redis://:S3cretPass42@127.0.0.1:6379/0 : oops\n',
       'upstream:\n  credential: S3cretPass42\n\tport: 1\n',
+      'upstream:\n  credential: "S3\\qcretPass42"\n',
+      'upstream:\n  credential: "\\xS3cretPass42"\n',
+      'upstream:\n  credential: "\\uS3cretPass42"\n',
+      'upstream:\n  credential: |S3cretPass42\n    x\n',
+      'upstream:\n  credential: !! x\n',
     ]) {
       for (const message of [
         (() => {
@@ -43,8 +48,21 @@ describe('parsing the config file', () => {
         ),
       ]) {
         expect(message).toMatch(/^config file \/c\.yaml is not valid YAML: .* at line \d+, column \d+$/);
-        expect(message).not.toContain('S3cretPass42');
+        // Not even the part of it an escape sequence or a block header took.
+        expect(message).not.toMatch(/S3/);
       }
+    }
+  });
+
+  it('takes an unknown tag or directive without printing the line it stands on (a warning yaml would print on stderr)', () => {
+    const warn = vi.spyOn(process, 'emitWarning');
+    try {
+      for (const text of ['upstream:\n  credential: !S3cretPass42 x\n', 'upstream:\n  credential: !<S3cretPass42> x\n', '%S3cretPass42 x\n---\na: 1\n']) {
+        expect(parseConfigText('/c.yaml', text)).toBeTypeOf('object');
+      }
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
     }
   });
 });

@@ -17,11 +17,26 @@ export const PARSE_TIMEOUT_MS = 5000;
 export const PARSE_HEAP_MB = 64;
 
 /**
- * The parser's message without the lines of the file it quotes after its first line (a secret may
- * stand on them): what is wrong, and where (`at line 6, column 1`).
+ * A warning (an unknown tag or directive) is no error, and yaml would print it on stderr with the
+ * line it stands on.
+ */
+const PARSE_OPTIONS = { logLevel: 'error' } as const;
+
+/**
+ * Messages of the parser that quote the document after their first words (an escape sequence, a
+ * tag, a directive, a key): only those words are kept.
+ */
+const QUOTING =
+  /^(Invalid escape sequence|Unresolved tag|Not a valid tag|Could not resolve tag|Block scalar header includes extra characters|Unknown directive|Ordered maps must not include duplicate keys|Unresolved plain scalar|Verbatim tags aren't resolved|The)\b.*?(?= at line \d+, column \d+$|$)/;
+
+/**
+ * The parser's message without what it quotes of the file (a secret may stand there): the lines
+ * after its first, and any text of the document in the first. What is wrong, and where (`at line 6,
+ * column 1`).
  */
 export function yamlProblem(message: string): string {
-  return message.split('\n', 1)[0]!.replace(/:\s*$/, '');
+  const first = message.split('\n', 1)[0]!.replace(/:\s*$/, '');
+  return first.replace(QUOTING, (_all, words: string) => (words === 'The' ? 'A tag has no suffix' : words));
 }
 
 function notYaml(path: string, message: string): ConfigError {
@@ -39,7 +54,7 @@ function asMapping(path: string, doc: unknown): Raw {
 export function parseConfigText(path: string, text: string): Raw {
   let doc: unknown;
   try {
-    doc = parseYaml(text);
+    doc = parseYaml(text, PARSE_OPTIONS);
   } catch (err) {
     throw notYaml(path, err instanceof Error ? err.message : String(err));
   }
@@ -55,7 +70,7 @@ const { parentPort, workerData } = require('node:worker_threads');
 const { parse } = require(workerData.yaml);
 let message;
 try {
-  message = { ok: true, doc: parse(workerData.text) };
+  message = { ok: true, doc: parse(workerData.text, { logLevel: 'error' }) };
 } catch (err) {
   message = { ok: false, error: err instanceof Error ? err.message : String(err) };
 }

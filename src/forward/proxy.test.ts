@@ -68,6 +68,145 @@ describe("Forwarder: the wait for the relay's headers", () => {
   });
 });
 
+/** A raw client: sends a GET and keeps what comes back; `reading: false` reads nothing once the headers are in. */
+function rawGet(port: number, path: string, reading = true): Promise<{ socket: net.Socket; text: () => string; closed: Promise<number> }> {
+  return new Promise((resolve) => {
+    let text = '';
+    const started = performance.now();
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      resolve({ socket, text: () => text, closed });
+    });
+    const closed = new Promise<number>((done) => socket.on('close', () => done(performance.now() - started)));
+    socket.on('error', () => {});
+    let paused = reading;
+    socket.on('data', (b: Buffer) => {
+      text += b.toString('latin1');
+      if (!paused && text.includes('\r\n\r\n')) {
+        paused = true;
+        socket.pause();
+      }
+    });
+  });
+}
+
+describe("Forwarder: an answer's silences", () => {
+  /** A relay whose `/silent` sends its headers and a first event, then nothing; `/steady` an event every 300 ms for 2.4 s; `/flood` without end. */
+  async function relay(): Promise<{ port: number; closedEarly: string[] }> {
+    const closedEarly: string[] = [];
+    const port = await listen((req, res) => {
+      res.on('close', () => {
+        if (!res.writableFinished) closedEarly.push(req.url!);
+      });
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"n":0}\n\n');
+      if (req.url === '/steady') {
+        let n = 0;
+        const t = setInterval(() => {
+          if (++n === 8) {
+            clearInterval(t);
+            res.end('data: [DONE]\n\n');
+          } else res.write(`data: {"n":${n}}\n\n`);
+        }, 300);
+        res.on('close', () => clearInterval(t));
+      } else if (req.url === '/flood') {
+        const chunk = Buffer.alloc(64 * 1024, 0x61);
+        const more = (): void => {
+          while (!res.destroyed && res.write(chunk));
+          if (!res.destroyed) res.once('drain', more);
+        };
+        more();
+      }
+    });
+    return { port, closedEarly };
+  }
+
+  it('cuts an answer whose relay sends nothing for the bound: the client connection and the relay request are closed, outcome answer_stalled, reason relay_silent', async () => {
+    const r = await relay();
+    const forwarder = new Forwarder({ upstream: new URL(`http://127.0.0.1:${r.port}`), idleTimeoutSeconds: 1 });
+    onClose(() => forwarder.close());
+    const results: ForwardResult[] = [];
+    const c = await rawGet(await front(forwarder, results), '/silent');
+    const ms = await c.closed;
+    // The first event passed at once; the cut came after a second of silence (swept each second).
+    expect(c.text()).toMatch(/^HTTP\/1\.1 200 [\s\S]*data: \{"n":0\}/);
+    expect(c.text()).not.toContain('0\r\n\r\n');
+    expect(ms).toBeGreaterThanOrEqual(990);
+    expect(ms).toBeLessThan(4_000);
+    await eventually(() => expect(r.closedEarly).toEqual(['/silent']), { timeoutMs: 2_000, intervalMs: 20 });
+    expect(results).toMatchObject([{ outcome: 'answer_stalled', status: 200, reason: 'relay_silent' }]);
+  });
+
+  it('lets a stream run past the bound while its events come more often than it', async () => {
+    const r = await relay();
+    const forwarder = new Forwarder({ upstream: new URL(`http://127.0.0.1:${r.port}`), idleTimeoutSeconds: 1 });
+    onClose(() => forwarder.close());
+    const results: ForwardResult[] = [];
+    const steady = await get(await front(forwarder, results), '/steady');
+    expect(steady.ms).toBeGreaterThan(2_000);
+    expect(steady.text).toContain('data: {"n":7}\n\ndata: [DONE]');
+    expect(results.map((x) => x.outcome)).toEqual(['admitted']);
+  });
+
+  it('cuts an answer its client stops reading, reason client_not_reading, and stops reading the relay', async () => {
+    const r = await relay();
+    const forwarder = new Forwarder({ upstream: new URL(`http://127.0.0.1:${r.port}`), idleTimeoutSeconds: 1 });
+    onClose(() => forwarder.close());
+    const results: ForwardResult[] = [];
+    const c = await rawGet(await front(forwarder, results), '/flood', false);
+    await eventually(() => expect(results).toMatchObject([{ outcome: 'answer_stalled', status: 200, reason: 'client_not_reading' }]), { timeoutMs: 4_000, intervalMs: 20 });
+    await eventually(() => expect(r.closedEarly).toEqual(['/flood']), { timeoutMs: 2_000, intervalMs: 20 });
+    // Reading again, the client finds its connection closed, its answer unfinished.
+    c.socket.resume();
+    await c.closed;
+  });
+
+  it('bounds nothing once the bound is set to 0, as a reload does', async () => {
+    const r = await relay();
+    const forwarder = new Forwarder({ upstream: new URL(`http://127.0.0.1:${r.port}`), idleTimeoutSeconds: 1 });
+    onClose(() => forwarder.close());
+    forwarder.setIdleTimeout(0);
+    const results: ForwardResult[] = [];
+    const c = await rawGet(await front(forwarder, results), '/silent');
+    await sleep(2_500);
+    expect(c.socket.destroyed).toBe(false);
+    expect(results).toEqual([]);
+    c.socket.destroy();
+    await eventually(() => expect(results.map((x) => x.outcome)).toEqual(['client_aborted']), { timeoutMs: 2_000, intervalMs: 20 });
+  });
+});
+
+describe('Forwarder: a relay answer writeHead refuses', () => {
+  it("answers 502 without any of the relay's fields writeHead took before it threw, keeping the drain's connection: close", async () => {
+    const relayPort = await listen((_req, res) => {
+      res.writeHead(200, { 'x-first': 'relay', 'x-refused': 'relay', 'content-type': 'application/json' });
+      res.end('{}');
+    });
+    const forwarder = new Forwarder({ upstream: new URL(`http://127.0.0.1:${relayPort}`) });
+    onClose(() => forwarder.close());
+    const results: ForwardResult[] = [];
+    const port = await listen((req, res) => {
+      // As a drain sets it; and a field writeHead refuses, after it took the ones before.
+      res.setHeader('connection', 'close');
+      // (Node 20's writeHead takes them with setHeader, later Nodes' with appendHeader.)
+      const set = res.setHeader.bind(res);
+      const append = res.appendHeader.bind(res);
+      const refuse = (name: string): void => {
+        if (name.toLowerCase() === 'x-refused') throw new TypeError('Invalid character in header content ["x-refused"]');
+      };
+      res.setHeader = (name, value) => (refuse(name), set(name, value));
+      res.appendHeader = (name, value) => (refuse(name), append(name, value));
+      forwarder.forward({ req, res, body: null, requestId: 'req-1', done: (r) => results.push(r) });
+    });
+    const r = await fetch(`http://127.0.0.1:${port}/v1/models`);
+    expect(r.status).toBe(502);
+    expect(((await r.json()) as { error: { code: string } }).error.code).toBe('upstream_unreachable');
+    expect(r.headers.get('x-first')).toBeNull();
+    expect(r.headers.get('connection')).toBe('close');
+    expect(results).toMatchObject([{ outcome: 'upstream_error', status: 502 }]);
+  });
+});
+
 describe('Forwarder: descriptors', () => {
   it('answers 503 out_of_sockets, naming sluice, when no descriptor is left to open a relay connection (not 502 upstream_unreachable)', async () => {
     const relayPort = await listen((_req, res) => res.end('ok'));

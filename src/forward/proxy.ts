@@ -2,7 +2,8 @@
  * Forwarding to the relay with http-proxy. This module owns the http-proxy defects a sidecar must
  * handle: keep-alive agent (agent.ts), re-sent bodies, error listener, aborts in both directions,
  * hop-by-hop stripping, and SSE passing through unbuffered and uncompressed. It also bounds the
- * wait for the relay's response headers (`upstream.headersTimeoutSeconds`, 504) and tells a
+ * wait for the relay's response headers (`upstream.headersTimeoutSeconds`, 504) and an answer's
+ * silences (`upstream.idleTimeoutSeconds`), and tells a
  * process out of descriptors (503 out_of_sockets) from a relay that cannot be reached (502).
  */
 import type http from 'node:http';
@@ -17,9 +18,10 @@ import { TurnBatch } from '../runtime/turn-batch.js';
 import { Refusals, sendRefusal, type Fields } from '../answers/refusals.js';
 import type { Outcome } from '../answers/outcome.js';
 import { filterResponseHeaders } from './headers.js';
+import { ExchangeList } from './exchange-list.js';
 
 /** How a forwarded exchange ended, in the request path's own vocabulary (src/answers/outcome.ts says what each means). */
-export type ForwardOutcome = Extract<Outcome, 'admitted' | 'client_aborted' | 'upstream_aborted' | 'upstream_error' | 'upstream_timeout' | 'out_of_sockets'>;
+export type ForwardOutcome = Extract<Outcome, 'admitted' | 'client_aborted' | 'upstream_aborted' | 'answer_stalled' | 'upstream_error' | 'upstream_timeout' | 'out_of_sockets'>;
 
 export interface ForwardResult {
   /** 'intercepted': the job's `intercept` answered the client itself, and recorded its own outcome. */
@@ -29,6 +31,8 @@ export interface ForwardResult {
   /** Time from sending to the relay's response headers. */
   upstreamMs: number | null;
   error?: Error;
+  /** Why sluice cut an answer (`answer_stalled`): the relay sent nothing, or the client read nothing. */
+  reason?: 'relay_silent' | 'client_not_reading';
 }
 
 export interface ForwardJob {
@@ -60,6 +64,8 @@ export interface ForwarderOptions extends UpstreamAgentOptions {
   openStreams?: { inc(): void; dec(): void };
   /** Bound on the wait for the relay's response headers, in seconds (0 or absent: none). */
   headersTimeoutSeconds?: number;
+  /** Bound on an answer's silences once its headers are passed on, in seconds (0 or absent: none). */
+  idleTimeoutSeconds?: number;
   /** Called when a relay connection could not be opened for want of descriptors. */
   onOutOfSockets?: (err: Error) => void;
 }
@@ -67,51 +73,63 @@ export interface ForwarderOptions extends UpstreamAgentOptions {
 /** What every exchange of one Forwarder shares. */
 class ForwarderContext {
   /**
-   * Exchanges waiting for the relay's response headers, oldest first: a doubly linked list through
-   * the exchanges. One interval sweeps it rather than a timer per request, so a reload's new bound
-   * applies to the exchanges already waiting. Not a Set: one entry added and deleted per request
-   * kept dead requests alive through young-generation collections (docs/performance.md).
+   * Exchanges waiting for the relay's response headers, oldest first. One interval sweeps the
+   * lists rather than a timer per request, so a reload's new bound applies to the exchanges
+   * already in them.
    */
-  head: JobState | null = null;
-  tail: JobState | null = null;
+  readonly waiting = new ExchangeList<JobState>();
+  /** Exchanges whose answer is being passed on, watched for silences. */
+  readonly answering = new ExchangeList<JobState>();
   headersTimeoutMs = 0;
+  idleTimeoutMs = 0;
 
   constructor(
     readonly openStreams: ForwarderOptions['openStreams'],
     readonly onOutOfSockets: ForwarderOptions['onOutOfSockets'],
   ) {}
 
-  wait(s: JobState): void {
-    s.waiting = true;
-    s.prev = this.tail;
-    if (this.tail !== null) this.tail.next = s;
-    else this.head = s;
-    this.tail = s;
-  }
-
-  unwait(s: JobState): void {
-    if (!s.waiting) return;
-    s.waiting = false;
-    if (s.prev !== null) s.prev.next = s.next;
-    else this.head = s.next;
-    if (s.next !== null) s.next.prev = s.prev;
-    else this.tail = s.prev;
-    s.prev = s.next = null;
+  sweep(now: number): void {
+    this.sweepWaiting(now);
+    this.sweepAnswering(now);
   }
 
   /** Answers 504 to every exchange that has waited `headersTimeoutMs` or longer, and aborts its relay request. */
-  sweep(now: number): void {
+  private sweepWaiting(now: number): void {
     const limit = this.headersTimeoutMs;
     if (limit <= 0) return;
     // Exchanges join at the tail as they are sent, so the oldest are at the head.
-    while (this.head !== null && now - this.head.sentAt >= limit) {
-      const s = this.head;
-      this.unwait(s);
+    while (this.waiting.head !== null && now - this.waiting.head.sentAt >= limit) {
+      const s = this.waiting.head;
+      this.waiting.remove(s);
       if (s.finished) continue;
       sendRefusal(s.res, Refusals.UPSTREAM_TIMEOUT, s.requestId, { params: { seconds: limit / 1000 }, cors: s.cors });
       s.finish('upstream_timeout', Refusals.UPSTREAM_TIMEOUT.status, null);
       // Its error (socket hang up) then finds the exchange finished and answers nothing more.
       s.proxyReq?.destroy();
+    }
+  }
+
+  /**
+   * Cuts every answer none of whose bytes moved for `idleTimeoutMs`: the relay sent nothing, and
+   * the client freed no room for what waits. Its status is committed to, so the client's
+   * connection is closed, as when the relay cuts its answer; the relay's is closed too.
+   */
+  private sweepAnswering(now: number): void {
+    const limit = this.idleTimeoutMs;
+    if (limit <= 0) return;
+    // Not in order of silence (a byte moving does not move its exchange): every one is looked at.
+    let s = this.answering.head;
+    while (s !== null) {
+      const next = s.next;
+      if (now - s.movedAt >= limit) {
+        const res = s.res;
+        // Bytes wait for the client, or the relay's answer is all in: the client is not reading.
+        const reason = res.writableLength > 0 || s.up?.complete === true ? 'client_not_reading' : 'relay_silent';
+        s.finish('answer_stalled', s.status, s.upstreamMs, new Error(`no byte of the answer moved for ${limit / 1000} s`), reason);
+        s.up?.destroy();
+        res.destroy();
+      }
+      s = next;
     }
   }
 }
@@ -133,10 +151,12 @@ class JobState {
   upstreamMs: number | null = null;
   /** Counted in `openStreams` until finished. */
   streaming = false;
-  /** In the context's list of exchanges waiting for the relay's headers. */
-  waiting = false;
+  /** In one of the context's lists (ExchangeList). */
+  list: ExchangeList<JobState> | null = null;
   prev: JobState | null = null;
   next: JobState | null = null;
+  /** When a byte of the answer last moved: from the relay, or out to a client that had no room. */
+  movedAt = 0;
 
   /** The body to send and what it holds of the budget, until the exchange is handed to http-proxy. */
   body: Buffer | null = null;
@@ -155,15 +175,19 @@ class JobState {
     readonly sentAt: number,
   ) {}
 
-  finish(outcome: ForwardResult['outcome'], status: number | null, upstreamMs: number | null, error?: Error): void {
+  finish(outcome: ForwardResult['outcome'], status: number | null, upstreamMs: number | null, error?: Error, reason?: ForwardResult['reason']): void {
     if (this.finished) return;
     this.finished = true;
-    if (this.waiting) this.ctx.unwait(this);
+    this.list?.remove(this);
     // A relay that answered without reading the whole request body (and stopped reading) would
     // otherwise keep its connection, and the body's unsent bytes in its write queue, forever.
     if (this.proxyReq !== null && !this.proxyReq.writableFinished) this.proxyReq.destroy();
     if (this.streaming) this.ctx.openStreams!.dec();
-    if (this.done) this.done(error === undefined ? { outcome, status, upstreamMs } : { outcome, status, upstreamMs, error });
+    if (this.done === undefined) return;
+    const r: ForwardResult = { outcome, status, upstreamMs };
+    if (error !== undefined) r.error = error;
+    if (reason !== undefined) r.reason = reason;
+    this.done(r);
   }
 }
 
@@ -208,6 +232,7 @@ function onRelayEnd(this: IncomingMessage & Carrier): void {
 
 function onRelayData(this: IncomingMessage & Carrier, chunk: Buffer): void {
   const state = this[JOB]!;
+  state.movedAt = performance.now();
   if (!state.res.write(chunk)) {
     this.pause();
     state.res.once('drain', onClientDrain);
@@ -215,7 +240,10 @@ function onRelayData(this: IncomingMessage & Carrier, chunk: Buffer): void {
 }
 
 function onClientDrain(this: ServerResponse & Carrier): void {
-  this[JOB]?.up?.resume();
+  const state = this[JOB];
+  if (!state) return;
+  state.movedAt = performance.now();
+  state.up?.resume();
 }
 
 function onClientFinish(this: ServerResponse & Carrier): void {
@@ -283,7 +311,7 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
     up.destroy();
     return;
   }
-  if (state.waiting) state.ctx.unwait(state);
+  state.list?.remove(state);
   if (state.finished) {
     // Answered already (the headers came after sluice's 504).
     up.destroy();
@@ -336,6 +364,10 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
     res.writeHead(status, reason, headers);
   } catch (err) {
     // Anything else writeHead refuses is not an answer to pass on, and not worth the process.
+    // Joining the one field sluice may have set before (a drain's `connection: close`; the relay's
+    // own is hop-by-hop, never passed), it may have taken some of the relay's before it threw:
+    // none of them goes out with the 502.
+    for (const name of res.getHeaderNames()) if (name !== 'connection') res.removeHeader(name);
     up.destroy();
     state.proxyReq?.destroy();
     return refuseInvalid(state, `the relay's answer cannot be passed on: ${(err as Error).message}`);
@@ -357,6 +389,10 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
   up.on('end', onRelayEnd);
   up.on('data', onRelayData);
   res.on('finish', onClientFinish);
+  if (state.ctx.idleTimeoutMs > 0) {
+    state.movedAt = performance.now();
+    state.ctx.answering.add(state);
+  }
 }
 
 function onProxyError(err: Error, req: IncomingMessage): void {
@@ -400,7 +436,7 @@ function targetOf(upstream: URL): Partial<Url> {
   };
 }
 
-/** How often exchanges waiting for the relay's headers are checked against their bound. */
+/** How often exchanges are checked against their time bounds. */
 const SWEEP_MS = 1000;
 
 export class Forwarder {
@@ -408,12 +444,13 @@ export class Forwarder {
   readonly agent: http.Agent;
   private readonly target: Partial<Url>;
   private readonly ctx: ForwarderContext;
-  /** One interval for every exchange's headers bound, not a timer per request. */
+  /** One interval for every exchange's time bounds, not a timer per request. */
   private sweeper: NodeJS.Timeout | null = null;
 
   constructor(opts: ForwarderOptions) {
     this.ctx = new ForwarderContext(opts.openStreams, opts.onOutOfSockets);
     this.setHeadersTimeout(opts.headersTimeoutSeconds ?? 0);
+    this.setIdleTimeout(opts.idleTimeoutSeconds ?? 0);
     this.agent = createUpstreamAgent(opts.upstream, opts);
     this.target = targetOf(opts.upstream);
     this.proxy = httpProxy.createProxyServer({
@@ -438,7 +475,7 @@ export class Forwarder {
     (req as WithJob)[JOB] = state;
     (res as ServerResponse & Carrier)[JOB] = state;
     res.on('close', onClientClose);
-    if (this.ctx.headersTimeoutMs > 0) this.ctx.wait(state);
+    if (this.ctx.headersTimeoutMs > 0) this.ctx.waiting.add(state);
     state.body = job.body;
     state.lease = job.lease ?? null;
     state.cors = job.cors;
@@ -473,13 +510,25 @@ export class Forwarder {
   /** Sets the bound on the wait for the relay's response headers (0: none); a reload may change it. */
   setHeadersTimeout(seconds: number): void {
     this.ctx.headersTimeoutMs = seconds * 1000;
-    if (seconds > 0 && this.sweeper === null) {
+    if (seconds <= 0) this.ctx.waiting.clear();
+    this.sweepWhileBounded();
+  }
+
+  /** Sets the bound on an answer's silences (0: none); a reload may change it. */
+  setIdleTimeout(seconds: number): void {
+    this.ctx.idleTimeoutMs = seconds * 1000;
+    if (seconds <= 0) this.ctx.answering.clear();
+    this.sweepWhileBounded();
+  }
+
+  private sweepWhileBounded(): void {
+    const bounded = this.ctx.headersTimeoutMs > 0 || this.ctx.idleTimeoutMs > 0;
+    if (bounded && this.sweeper === null) {
       this.sweeper = setInterval(() => this.ctx.sweep(performance.now()), SWEEP_MS);
       this.sweeper.unref();
-    } else if (seconds <= 0 && this.sweeper !== null) {
+    } else if (!bounded && this.sweeper !== null) {
       clearInterval(this.sweeper);
       this.sweeper = null;
-      while (this.ctx.head !== null) this.ctx.unwait(this.ctx.head);
     }
   }
 

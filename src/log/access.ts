@@ -26,8 +26,9 @@ export interface AccessRecord {
   shadow?: string;
   /**
    * Why sluice refused, where the decision alone does not say: every 401 (src/auth/reasons.ts),
-   * a 503 of the key lookup (`lookup_ceiling`, `lookup_queue_full`, `lookup_failed`), and a 503 for want of the bodies'
-   * budget (`budget_full`, or `address_share`: its client address holds its share).
+   * a 503 of the key lookup (`lookup_ceiling`, `lookup_queue_full`, `lookup_failed`), a 503 for want of the bodies'
+   * budget (`budget_full`, or `address_share`: its client address holds its share), and an answer
+   * cut for its silence (`relay_silent`, `client_not_reading`).
    */
   reason?: string;
   status?: number;

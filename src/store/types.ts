@@ -120,8 +120,9 @@ export interface Store {
   /** Changes to the key set made anywhere (this replica or another), for cache invalidation. */
   onKeyChange(listener: (change: KeyChange) => void): void;
   /**
-   * The connection that takes decisions came back after a break: what the store holds may have
-   * changed meanwhile (a Redis restarted without persistence, a failover to a replica that lagged).
+   * The connection that takes decisions came back after a break, or came up at last after failing
+   * to at start-up: what the store holds may have changed meanwhile (a Redis restarted without
+   * persistence, a failover to a replica that lagged), and calls were decided without it.
    * The embedded store never breaks, so never calls it.
    */
   onReconnect(listener: () => void): void;

@@ -508,7 +508,12 @@ describe('a refused client keeping its connection', () => {
 });
 
 describe('timeouts', () => {
-  const h = useHarness({ store: 'memory', file: { server: { headersTimeoutSeconds: 1, requestTimeoutSeconds: 2 }, upstream: { headersTimeoutSeconds: 1 } } });
+  const logs = capturedLog();
+  const h = useHarness({
+    store: 'memory',
+    log: logs.log,
+    file: { server: { headersTimeoutSeconds: 1, requestTimeoutSeconds: 2 }, upstream: { headersTimeoutSeconds: 1, idleTimeoutSeconds: 2 } },
+  });
   let key = '';
   const open = rawConnections();
   beforeAll(async () => {
@@ -540,7 +545,7 @@ describe('timeouts', () => {
     expect(h.relay.started).toBe(0);
   });
 
-  it('answers 504 upstream_timeout when the relay sends no headers within upstream.headersTimeoutSeconds and aborts the relay request; silences inside a stream are not bounded', async () => {
+  it('answers 504 upstream_timeout when the relay sends no headers within upstream.headersTimeoutSeconds and aborts the relay request; silences inside a stream shorter than upstream.idleTimeoutSeconds are not bounded', async () => {
     h.relay.behave((r) => r.url === '/v1/chat/completions' && !r.body.includes('"stream"'), { delayMs: 10_000 });
     const started = Date.now();
     const r = await post(port(), '/v1/chat/completions', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, Buffer.from('{"model":"gpt-4o"}'));
@@ -551,12 +556,41 @@ describe('timeouts', () => {
     // The relay sees its request cut, so it stops working on it.
     await h.relay.waitFor((rs) => rs.some((x) => x.closedEarly), 3_000);
 
-    // A stream whose events are further apart than the bound runs to its end.
+    // A stream whose events are further apart than the headers' bound, and closer than the silences' bound, runs to its end.
     h.relay.behave((r) => r.body.includes('"stream"'), { sseEvents: 2, sseIntervalMs: 1_100 });
     const s = await post(port(), '/v1/chat/completions', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, Buffer.from('{"model":"gpt-4o","stream":true}'));
     expect(s.status).toBe(200);
     expect([...s.text.matchAll(/"content":"([^"]*)"/g)].map((m) => m[1]).join('')).toBe(STANDIN_TEXT);
     expect(s.text).toContain('data: [DONE]');
+  });
+
+  it('cuts a stream whose relay goes silent for upstream.idleTimeoutSeconds: the client sees the stream end unfinished, the relay its request closed; logged and counted as answer_stalled, reason relay_silent', async () => {
+    h.relay.behave((r) => r.body.includes('"stream"'), { sseEvents: 2, sseIntervalMs: 30_000 });
+    logs.clear();
+    const started = Date.now();
+    const c = await openRaw(
+      port(),
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 32\r\n\r\n{"model":"gpt-4o","stream":true}`,
+    );
+    open.push(c);
+    expect(finalStatus(await c.waitFor(/"content"/, 3_000))).toBe(200);
+    await c.waitFor(/(?!)/, 6_000);
+    expect(c.closed).toBe(true);
+    // Bound 2 s, swept each second: cut after 2 to 3 s of silence, long before the relay's next event.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_990);
+    expect(Date.now() - started).toBeLessThan(5_500);
+    expect(c.text()).not.toContain('[DONE]');
+    await h.relay.waitFor((rs) => rs.some((x) => x.closedEarly), 3_000);
+    await eventually(() => expect(logs.requests().map((l) => [l.decision, l.reason, l.status])).toEqual([['answer_stalled', 'relay_silent', 200]]), {
+      timeoutMs: 2_000,
+      intervalMs: 20,
+    });
+    expect(logs.lines.find((l) => l.msg === 'answer cut: none of its bytes moved within upstream.idleTimeoutSeconds')).toMatchObject({
+      level: 40,
+      reason: 'relay_silent',
+      seconds: 2,
+    });
+    expect(metricValue(await metricsText(h), 'sluice_requests_total', { family: 'chat', outcome: 'answer_stalled' })).toBe(1);
   });
 });
 

@@ -5,6 +5,7 @@ import { RedisStore, redisStoreOptions } from '../../src/store/redis/index.js';
 import { EVIDENCE_MARGIN_MS } from '../../src/store/redis/scripts.js';
 import type { Decision, LimitCheck } from '../../src/store/types.js';
 import { spawnRedis, uniquePrefix } from '../support/redis.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
 import { eventually, nextTurn } from '../support/time.js';
 
 /**
@@ -271,6 +272,31 @@ describe('Redis store reconnects', () => {
     } finally {
       admin.disconnect();
       await store.close();
+    }
+  });
+  it('says so when the decision connection first comes up after failing to at start-up, and not when it came up at once', async () => {
+    const redis = new URL(inject('redisUrl'));
+    const proxy = await startTcpProxy(redis.hostname, Number(redis.port));
+    const through = new URL(redis.href);
+    through.port = String(proxy.port);
+    proxy.cut();
+    const late = new RedisStore({ url: through.href, keyPrefix: uniquePrefix('rc'), commandTimeoutMs: 100 });
+    const atOnce = new RedisStore({ url: redis.href, keyPrefix: uniquePrefix('rc'), commandTimeoutMs: 2000 });
+    try {
+      let lateReconnects = 0;
+      let atOnceReconnects = 0;
+      late.onReconnect(() => lateReconnects++);
+      atOnce.onReconnect(() => atOnceReconnects++);
+      await atOnce.waitReady();
+      await expect(late.ping()).rejects.toThrow();
+      proxy.restore();
+      await late.waitReady(5_000);
+      await eventually(() => lateReconnects === 1, { intervalMs: 20 });
+      expect(atOnceReconnects).toBe(0);
+    } finally {
+      await late.close();
+      await atOnce.close();
+      await proxy.close();
     }
   });
 });

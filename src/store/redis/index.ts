@@ -54,9 +54,12 @@ export class RedisStore implements Store {
       this.connectionError = err.message;
     });
     this.client.on('ready', () => {
+      // Ready after a break, or for the first time after failing to connect at start-up: either
+      // way the replica may have decided calls on its own meanwhile.
+      const broke = this.readyOnce || this.connectionError !== null;
       this.connectionError = null;
-      if (this.readyOnce) for (const l of this.reconnectListeners) l();
       this.readyOnce = true;
+      if (broke) for (const l of this.reconnectListeners) l();
     });
     this.sub = connect(opts, { ...base, enableOfflineQueue: true, commandTimeout: undefined, enableAutoPipelining: false });
     this.changes = new ChangeFeed(this.sub, { keys: channel, limits: resetChannel });
