@@ -26,9 +26,9 @@ export function parseCidr(entry: string): { address: string; prefix: number; fam
   return { address: addr, prefix, family: fam === 4 ? 'ipv4' : 'ipv6' };
 }
 
-/** A value as quoted in a message, unless it may hold a password (`user:pass@`, in a URL or put where a host:port goes). */
+/** A value as quoted in a message, unless it may hold a password (`user:pass@`, in a URL or put where a host:port goes) or a key (`?key=`). */
 function quoted(s: string): string {
-  return s.includes('@') ? '(not shown: it may hold a password)' : JSON.stringify(s);
+  return s.includes('@') || s.includes('?') ? '(not shown: it may hold a password or a key)' : JSON.stringify(s);
 }
 
 function urlProblem(s: string, protocols: readonly string[], expected: string, showValue: boolean): string | null {

@@ -277,6 +277,7 @@ describe('config', () => {
     [{}, { SLUICE_UPSTREAM_URL: 'http://u:S3cretPass42@[bad' }],
     [{ upstream: { url: 'http://u:S3cretPass42@relay:3000' } }, {}],
     [{ upstream: { url: 'http://relay:3000/?key=S3cretPass42' } }, {}],
+    [{}, { SLUICE_UPSTREAM_URL: 'http://relay:99999/v1?key=S3cretPass42' }],
     [{ redis: { sentinels: ['redis://:S3cretPass42@sentinel:26379'] } }, ENV],
     [{}, { ...ENV, SLUICE_REDIS_CLUSTER_NODES: 'redis://:S3cretPass42@node:6379' }],
   ])('refuses %j %j without repeating the secret it may hold', (file, env) => {

@@ -33,6 +33,8 @@ describe('parsing the config file', () => {
       'upstream:\n  credential: "\\uS3cretPass42"\n',
       'upstream:\n  credential: |S3cretPass42\n    x\n',
       'upstream:\n  credential: !! x\n',
+      'upstream:\n  credential: *S3cretPass42\n',
+      '%YAML 9.S3cretPass42\n---\na: 1\n',
     ]) {
       for (const message of [
         (() => {
@@ -47,7 +49,8 @@ describe('parsing the config file', () => {
           (err: Error) => err.message,
         ),
       ]) {
-        expect(message).toMatch(/^config file \/c\.yaml is not valid YAML: .* at line \d+, column \d+$/);
+        // Where, but for an alias without its anchor (found once the document is built: no position).
+        expect(message).toMatch(/^config file \/c\.yaml is not valid YAML: (?:.* at line \d+, column \d+|Unresolved alias)$/);
         // Not even the part of it an escape sequence or a block header took.
         expect(message).not.toMatch(/S3/);
       }

@@ -27,7 +27,7 @@ const PARSE_OPTIONS = { logLevel: 'error' } as const;
  * tag, a directive, a key): only those words are kept.
  */
 const QUOTING =
-  /^(Invalid escape sequence|Unresolved tag|Not a valid tag|Could not resolve tag|Block scalar header includes extra characters|Unknown directive|Ordered maps must not include duplicate keys|Unresolved plain scalar|Verbatim tags aren't resolved|The)\b.*?(?= at line \d+, column \d+$|$)/;
+  /^(Invalid escape sequence|Unresolved tag|Not a valid tag|Could not resolve tag|Block scalar header includes extra characters|Unknown directive|Ordered maps must not include duplicate keys|Unresolved plain scalar|Verbatim tags aren't resolved|Unresolved alias|Unsupported YAML version|The(?= \S+ tag has no suffix))\b.*?(?= at line \d+, column \d+$|$)/;
 
 /**
  * The parser's message without what it quotes of the file (a secret may stand there): the lines

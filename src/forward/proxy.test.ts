@@ -177,9 +177,9 @@ describe("Forwarder: an answer's silences", () => {
 });
 
 describe('Forwarder: a relay answer writeHead refuses', () => {
-  it("answers 502 without any of the relay's fields writeHead took before it threw, keeping the drain's connection: close", async () => {
+  it("answers 502 without any of the relay's fields or its reason phrase writeHead took before it threw, keeping the drain's connection: close", async () => {
     const relayPort = await listen((_req, res) => {
-      res.writeHead(200, { 'x-first': 'relay', 'x-refused': 'relay', 'content-type': 'application/json' });
+      res.writeHead(200, 'Relay Phrase', { 'x-first': 'relay', 'x-refused': 'relay', 'content-type': 'application/json' });
       res.end('{}');
     });
     const forwarder = new Forwarder({ upstream: new URL(`http://127.0.0.1:${relayPort}`) });
@@ -200,6 +200,7 @@ describe('Forwarder: a relay answer writeHead refuses', () => {
     });
     const r = await fetch(`http://127.0.0.1:${port}/v1/models`);
     expect(r.status).toBe(502);
+    expect(r.statusText).toBe('Bad Gateway');
     expect(((await r.json()) as { error: { code: string } }).error.code).toBe('upstream_unreachable');
     expect(r.headers.get('x-first')).toBeNull();
     expect(r.headers.get('connection')).toBe('close');

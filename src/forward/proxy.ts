@@ -368,6 +368,8 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
     // own is hop-by-hop, never passed), it may have taken some of the relay's before it threw:
     // none of them goes out with the 502.
     for (const name of res.getHeaderNames()) if (name !== 'connection') res.removeHeader(name);
+    // Node 20's writeHead took the relay's reason phrase too.
+    res.statusMessage = '';
     up.destroy();
     state.proxyReq?.destroy();
     return refuseInvalid(state, `the relay's answer cannot be passed on: ${(err as Error).message}`);
