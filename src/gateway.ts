@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { createAccessLog, loggedModel, wantsAccessLine, type AccessRecord } from './log/access.js';
+import { boundLogged, createAccessLog, loggedModel, redactPath, wantsAccessLine, type AccessRecord } from './log/access.js';
 import { REGISTRY_SOURCE, type Authenticator } from './auth/authenticator.js';
 import { headerReason, presentedKeys } from './auth/credentials.js';
 import { keyBody } from './auth/keys.js';
@@ -58,6 +58,8 @@ interface Trace extends AccessRecord {
   cors?: boolean;
   /** The client sent `Expect: 100-continue`: it waits for sluice's invitation before sending the body. */
   expectsContinue: boolean;
+  /** A POST on no route sluice knows of the relay (routes.ts: `unrouted`): no model read, nothing counted. */
+  unrouted?: boolean;
   /** Its response closed, or its connection died with it queued: what it held is released. */
   closed?: boolean;
   /** What its body holds of the bodies' budget; released when the response closes, if not before. */
@@ -136,6 +138,8 @@ const QUERY_FAMILIES: ReadonlySet<RouteFamily> = new Set(['usage_query', 'api', 
  * connection no longer than one that never finishes its headers.
  */
 const SMALL_UNREAD_BODY_BYTES = 64 * 1024;
+/** Paths of unrouted POSTs the relay answered with a success that are logged: the first ones are enough to act on. */
+const UNROUTED_PATHS_SAID = 100;
 
 /** Whether an answer given before the body may keep the connection: a keep-alive client, a small declared body not yet read, not waiting for `100 Continue`. */
 function keepsConnection(res: ServerResponse, t: Trace): boolean {
@@ -167,6 +171,8 @@ export function createGateway(d: GatewayDeps): Gateway {
   const accessLog = createAccessLog(log);
   /** Each response's trace, for the server's request timeout, which finds the response alone. */
   const traces = new WeakMap<ServerResponse, Trace>();
+  /** Paths of unrouted POSTs the relay answered, said once each. */
+  const unroutedSaid = new Set<string>();
 
   function decided(t: Trace): void {
     t.decidedMs = performance.now() - t.start;
@@ -249,6 +255,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     t.path = target.path;
     const route = routeOf(target.path);
     t.family = route.family;
+    t.unrouted = route.unrouted && t.method === 'POST';
     if (route.cors && req.headers.origin !== undefined) t.cors = crossOrigin(req);
     // A field sluice judges by, declared hop-by-hop, would not reach the relay: the request it
     // reads would not be the one judged. Refused here, by its headers alone, before it counts
@@ -434,6 +441,7 @@ export function createGateway(d: GatewayDeps): Gateway {
         if (r.outcome === 'intercepted') return done(t);
         t.status = r.status ?? undefined;
         t.decision = r.outcome;
+        if (t.unrouted && r.status !== null && r.status >= 200 && r.status < 300) unroutedAnswered(t);
         if (r.outcome === 'out_of_sockets')
           log.error({ reqId: t.id, err: r.error?.message }, 'sluice is out of sockets: no descriptor left to open a relay connection (see server.maxConnections)');
         else if (r.outcome === 'upstream_timeout')
@@ -448,6 +456,19 @@ export function createGateway(d: GatewayDeps): Gateway {
         done(t);
       },
     });
+  }
+
+  /**
+   * The relay answered a POST sluice knows no route for with a success: a newer relay serves a
+   * route sluice reads no model on, so calls there are not counted against the free tier. Counted,
+   * and said once per path (the first UNROUTED_PATHS_SAID), so that operators learn of it.
+   */
+  function unroutedAnswered(t: Trace): void {
+    metrics.unroutedAnswers.inc();
+    const path = redactPath(t.path);
+    if (unroutedSaid.size >= UNROUTED_PATHS_SAID || unroutedSaid.has(path)) return;
+    unroutedSaid.add(path);
+    log.warn({ reqId: t.id, path: boundLogged(path), status: t.status }, 'the relay serves a POST route sluice does not know: calls there are not counted against the free tier');
   }
 
   function responseClosed(res: ServerResponse, t: Trace): void {

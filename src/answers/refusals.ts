@@ -29,6 +29,11 @@ export interface Refusal<O extends string = string, P = unknown> {
 
 const NO_FIELDS: Fields = Object.freeze({});
 const RETRY_SOON: Fields = Object.freeze({ 'retry-after': '1' });
+/**
+ * The official OpenAI and Anthropic SDKs retry a 5xx on their own (twice by default), and obey this
+ * field. After the relay was silent this long, a retry would run the whole call again on it.
+ */
+const DO_NOT_RETRY: Fields = Object.freeze({ 'x-should-retry': 'false' });
 
 /** One entry; its params are what its message names and what its `headers` take. */
 function refusal<const O extends string, const M extends string = '', H = unknown>(spec: {
@@ -137,6 +142,7 @@ export const Refusals = Object.freeze({
     outcome: 'upstream_timeout',
     status: 504,
     body: { code: 'upstream_timeout', message: 'The upstream relay did not begin its answer within {seconds} seconds.' },
+    headers: () => DO_NOT_RETRY,
   }),
   /** No descriptor left to open a relay connection with. */
   OUT_OF_SOCKETS: refusal({

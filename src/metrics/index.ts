@@ -170,6 +170,11 @@ export class Metrics {
     help: 'Client connections closed on arrival because maxConnections were open',
     registers: [this.registry],
   });
+  readonly unroutedAnswers = new Counter({
+    name: 'sluice_unrouted_answers_total',
+    help: 'POSTs under /v1/ on no route sluice knows of the relay, which the relay answered with a success: it serves a route sluice does not read models on (not counted against the free tier)',
+    registers: [this.registry],
+  });
   readonly pipeliningClosed = new Counter({
     name: 'sluice_pipelining_closed_total',
     help: 'Client connections closed for having more pipelined requests in progress than allowed (32)',

@@ -62,7 +62,8 @@ describe('routeOf: where the relay reads a model (new-api router/*.go behind its
 
   it('realtime reads ?model= on its GET', () => {
     expect(get('/v1/realtime').kind).toBe('query');
-    expect(post('/v1/realtime').kind).toBe('body'); // no such route: read defensively like any POST under /v1/
+    expect(post('/v1/realtime').kind).toBe('none'); // no such route: the relay's 404
+    expect(routeOf('/v1/realtime').unrouted).toBe(true);
   });
 
   it('Gemini paths name the model, on POST only (GET /v1/models/{id} retrieves a model, no distributor)', () => {
@@ -75,12 +76,26 @@ describe('routeOf: where the relay reads a model (new-api router/*.go behind its
 
   it('/v1/engines/{model}/embeddings reads the body, then the path', () => {
     expect(post('/v1/engines/text-embedding-3-small/embeddings')).toMatchObject({ kind: 'body', first: true, engineParam: true });
-    expect(post('/v1/engines/a/b/embeddings')).toMatchObject({ engineParam: false });
+    expect(post('/v1/engines/a/b/embeddings').kind).toBe('none'); // gin's `:model` is one segment
   });
 
-  it('reads any other POST under /v1/ like a chat call, and nothing elsewhere', () => {
-    expect(post('/v1/chat/completions/').kind).toBe('body');
-    expect(post('/v1/some/new/route').kind).toBe('body');
+  it('reads no model on a POST the relay has no route for (gin answers 404, or 307 to drop a trailing slash, before any middleware)', () => {
+    for (const p of [
+      '/v1/chat/completions/',
+      '/v1/some/new/route',
+      '/v1/messages/count_tokens',
+      '/v1/responses/input_tokens',
+      '/v1/realtime/sessions',
+      '/v1/fine-tunes//cancel',
+      '/v1/fine-tunes/a/b/cancel',
+    ]) {
+      expect(post(p).kind, p).toBe('none');
+      expect(routeOf(p).unrouted, p).toBe(true);
+    }
+    // gin's `/fine-tunes/:id/cancel` reads the model, then answers that it is not implemented.
+    expect(post('/v1/fine-tunes/ft-1/cancel')).toMatchObject({ kind: 'body', first: true });
+    expect(routeOf('/v1/fine-tunes/ft-1/cancel').unrouted).toBe(false);
+    expect(routeOf('/v1/chat/completions').unrouted).toBe(false);
     expect(post('/api/user/login').kind).toBe('none');
     expect(post('/v1/dashboard/billing/usage').kind).toBe('none');
     expect(post('/pg/other').kind).toBe('none');

@@ -24,8 +24,10 @@
  *   middlewares read too;
  * - Midjourney (`/mj/*`, `/{mode}/mj/*`) and Suno (`/suno/submit/{action}`), whose model names the
  *   relay derives from the task's action.
- * Any other POST under `/v1/` is read like a chat call: the relay answers such a path 404, and
- * counting a call to a free model there costs less than missing a route a newer relay adds.
+ * Any other POST under `/v1/` matches no route of the relay's: gin answers it 404 (NoRoute) or
+ * redirects a trailing slash (307) before any middleware, so no model is read and nothing is
+ * counted, as on the relay. Such a route is `unrouted`: the gateway says so when the relay answers
+ * one with a success all the same (a newer relay that added a route sluice does not know yet).
  */
 
 /** Route families: a bounded label set derived from the path (every one is exported from start, src/metrics). */
@@ -73,6 +75,8 @@ export interface Route {
   readonly cors: boolean;
   readonly post: ModelPlan;
   readonly get: ModelPlan;
+  /** No route of the relay's (a catch-all under `/v1/`): the relay answers a POST here 404. */
+  readonly unrouted: boolean;
 }
 
 const NONE: ModelPlan = Object.freeze({ kind: 'none' });
@@ -94,6 +98,7 @@ const JIMENG: ModelPlan = Object.freeze({ kind: 'jimeng' });
 
 interface RouteSpec {
   family: RouteFamily;
+  unrouted?: true;
   post?: ModelPlan;
   get?: ModelPlan;
 }
@@ -106,6 +111,7 @@ function route(path: string, spec: RouteSpec): Route {
     cors: relayCors(path),
     post: spec.post ?? NONE,
     get: spec.get ?? NONE,
+    unrouted: spec.unrouted === true,
   });
 }
 
@@ -145,7 +151,7 @@ exact('/v1/audio/speech', { family: 'v1_other', post: body(true, 'none', 'tts-1'
 // Transcriptions skip the generic read; both audio uploads read the body again, multipart included, ignoring failures.
 exact('/v1/audio/transcriptions', { family: 'v1_other', post: body(false, 'lenient', 'whisper-1') });
 exact('/v1/audio/translations', { family: 'v1_other', post: body(true, 'lenient', 'whisper-1') });
-exact('/v1/realtime', { family: 'v1_other', get: QUERY, post: GENERIC });
+exact('/v1/realtime', { family: 'v1_other', get: QUERY, unrouted: true });
 exact('/v1/videos', { family: 'v1_other', post: TASK_BODY });
 exact('/v1/video/generations', { family: 'v1_other', post: TASK_BODY });
 exact('/pg/chat/completions', { family: 'playground', post: body(true, 'strict') });
@@ -160,10 +166,11 @@ const GEMINI_MODELS = route('/v1beta/models/x', { family: 'gemini', post: PATH }
 const GEMINI_LIST = route('/v1beta/models', { family: 'gemini' });
 const GEMINI_OTHER = route('/v1beta/x', { family: 'gemini' });
 const ENGINE_EMBEDDINGS = route('/v1/engines/x/embeddings', { family: 'v1_other', post: body(true, 'none', null, true) });
-const V1_OTHER = route('/v1/x', { family: 'v1_other', post: GENERIC });
-const CHAT_OTHER = route('/v1/chat/x', { family: 'chat', post: GENERIC });
-const RESPONSES_OTHER = route('/v1/responses/x', { family: 'responses', post: GENERIC });
-const MESSAGES_OTHER = route('/v1/messages/x', { family: 'messages', post: GENERIC });
+const FINE_TUNE_CANCEL = route('/v1/fine-tunes/x/cancel', { family: 'v1_other', post: GENERIC });
+const V1_OTHER = route('/v1/x', { family: 'v1_other', unrouted: true });
+const CHAT_OTHER = route('/v1/chat/x', { family: 'chat', unrouted: true });
+const RESPONSES_OTHER = route('/v1/responses/x', { family: 'responses', unrouted: true });
+const MESSAGES_OTHER = route('/v1/messages/x', { family: 'messages', unrouted: true });
 const VIDEO_REMIX = route('/v1/videos/x/remix', { family: 'v1_other' });
 const VIDEO_FETCH = route('/v1/videos/x', { family: 'v1_other' });
 const DASHBOARD = route('/v1/dashboard/x', { family: 'dashboard' });
@@ -204,6 +211,8 @@ export function routeOf(path: string): Route {
     if (path.startsWith('/v1/engines/') && path.endsWith('/embeddings') && path.indexOf('/', 12) === path.length - 11) return ENGINE_EMBEDDINGS;
     if (path.startsWith('/v1/videos/')) return path.endsWith('/remix') ? VIDEO_REMIX : VIDEO_FETCH;
     if (path.startsWith('/v1/video/generations/')) return VIDEO_FETCH;
+    // gin's `/fine-tunes/:id/cancel`: one segment between.
+    if (path.startsWith('/v1/fine-tunes/') && path.endsWith('/cancel') && path.indexOf('/', 15) === path.length - 7 && path.length > 22) return FINE_TUNE_CANCEL;
     return V1_OTHER;
   }
   if (path.startsWith('/v1beta/')) return path.startsWith('/v1beta/models/') ? GEMINI_MODELS : GEMINI_OTHER;

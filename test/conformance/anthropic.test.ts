@@ -245,6 +245,19 @@ describe.each(STORE_KINDS)('anthropic SDK through sluice: free-tier errors on th
   });
 });
 
+describe("anthropic SDK through sluice: the relay's headers not in time", () => {
+  const h = useHarness({ store: 'memory', file: { upstream: { headersTimeoutSeconds: 1 } } });
+  const caller = useKeyedClient(h, 'an-slow', (key) => client(h, key, 'sdk-default', { maxRetries: 2 }));
+
+  it('raises the 504 upstream_timeout without retrying it: the relay ran the call once, not three times', async () => {
+    h.relay.behave(() => true, { delayMs: 4_000 });
+    const err = await rejectionOf(caller.sdk.messages.create({ model: PAID, max_tokens: 16, messages: hi }));
+    expect((err as APIError).status).toBe(504);
+    expect(codeOf(err)).toBe('upstream_timeout');
+    expect(h.relay.started).toBe(1);
+  });
+});
+
 describe('anthropic SDK through sluice: its own retries on the free-tier 429', () => {
   const h = useHarness(ONE_FREE_CALL_A_SECOND);
 

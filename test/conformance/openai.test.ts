@@ -26,6 +26,20 @@ function expect402(err: unknown, code: string): APIError {
   return e;
 }
 
+describe("openai SDK through sluice: the relay's headers not in time", () => {
+  const h = useHarness({ store: 'memory', file: { upstream: { headersTimeoutSeconds: 1 } } });
+  const caller = useKeyedClient(h, 'oa-slow', (key) => client(h, key, { maxRetries: 2 }));
+
+  it('raises the 504 upstream_timeout without retrying it: the relay ran the call once, not three times', async () => {
+    h.relay.behave(() => true, { delayMs: 4_000 });
+    const err = await rejectionOf(caller.sdk.chat.completions.create({ model: PAID, messages: hi }));
+    expect(err).toBeInstanceOf(APIError);
+    expect((err as APIError).status).toBe(504);
+    expect((err as APIError).code).toBe('upstream_timeout');
+    expect(h.relay.started).toBe(1);
+  });
+});
+
 describe('openai SDK through sluice: calls', () => {
   const h = useHarness({ store: 'redis' });
   const caller = useKeyedClient(h, 'oa', (key) => client(h, key));

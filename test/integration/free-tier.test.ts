@@ -4,8 +4,9 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { MAX_MODEL_BYTES, MAX_TOP_LEVEL_MEMBERS } from '../../src/model/scan.js';
 import type { RedisStore } from '../../src/store/redis/index.js';
-import { ManualClock, startHarness, STORE_KINDS, type Harness } from '../support/harness.js';
-import { metricReader } from '../support/helpers.js';
+import { ManualClock, startHarness, STORE_KINDS, useHarness, type Harness } from '../support/harness.js';
+import { metricReader, metricsText, metricValue } from '../support/helpers.js';
+import { capturedLog } from '../support/log.js';
 import { request, type RawResponse } from '../support/http.js';
 import { uniquePrefix } from '../support/redis.js';
 import { eventually } from '../support/time.js';
@@ -234,6 +235,25 @@ describe.each(STORE_KINDS)('free tier on the %s store', (kind) => {
       return k;
     }
 
+    it('counts nothing on a POST the relay has no route for (count_tokens, a trailing slash): its 404 costs no free call, as on the relay', async () => {
+      const k = await user();
+      for (const path of ['/v1/messages/count_tokens', '/v1/responses/input_tokens', '/v1/chat/completions/', '/v1/realtime/sessions', '/v1/realtime']) {
+        for (let i = 0; i < 11; i++) {
+          const r = await raw(k, JSON.stringify({ model: FREE }), {}, path);
+          expect(r.status, path).toBe(404);
+          expect(r.headers.ratelimit, path).toBeUndefined();
+        }
+      }
+      // 55 such calls, and the user's free calls are all still there.
+      expect(await burst(k, 20)).toEqual(Array(20).fill(200));
+      expect((await chat(k, FREE)).status).toBe(429);
+    });
+
+    it('counts a free call on a POST the relay does route that reads the model without serving it (fine-tunes/{id}/cancel)', async () => {
+      const k = await exhausted();
+      expect((await raw(k, JSON.stringify({ model: FREE }), {}, '/v1/fine-tunes/ft-1/cancel')).status).toBe(429);
+    });
+
     it('decodes escapes in the key and the value', async () => {
       const k = await exhausted();
       expect((await raw(k, '{"mod\\u0065l":"vend-flash-fre\\u0065"}')).status).toBe(429);
@@ -309,6 +329,28 @@ describe.each(STORE_KINDS)('free tier on the %s store', (kind) => {
       // Within the bounds, as before.
       expect((await raw(k, `{${'"f":1,'.repeat(MAX_TOP_LEVEL_MEMBERS - 1)}"model":"vend-flash"}`)).status).toBe(200);
     });
+  });
+});
+
+describe('a relay that serves a POST route sluice does not know', () => {
+  const logs = capturedLog();
+  const h = useHarness({ store: 'memory', log: logs.log });
+
+  it('is counted in sluice_unrouted_answers_total and said once per path: calls there are not counted against the free tier', async () => {
+    const { key } = await h.createKey('unrouted');
+    h.relay.behave((r) => r.url === '/v1/messages/count_tokens', { body: '{"input_tokens":3}' });
+    const call = (path: string) =>
+      request(h.url, 'POST', path, { headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: FREE }) });
+    for (let i = 0; i < 3; i++) {
+      const r = await call('/v1/messages/count_tokens');
+      expect(r.status).toBe(200);
+      expect(r.headers.ratelimit).toBeUndefined();
+    }
+    // Its 404 is what the relay answers where it has no route: nothing to say.
+    expect((await call('/v1/messages/other')).status).toBe(404);
+    expect(metricValue(await metricsText(h), 'sluice_unrouted_answers_total')).toBe(3);
+    const said = logs.lines.filter((l) => l.msg === 'the relay serves a POST route sluice does not know: calls there are not counted against the free tier');
+    expect(said).toMatchObject([{ level: 40, path: '/v1/messages/count_tokens', status: 200 }]);
   });
 });
 
