@@ -1,6 +1,6 @@
 /**
- * What a MySQL/MariaDB collation takes for plain ASCII: for each character of the Basic
- * Multilingual Plane, the printable-ASCII text the collation weighs it as ('' when it ignores the
+ * What a MySQL/MariaDB collation takes for plain ASCII: for each character of the planes a model
+ * id could use (PLANES), the printable-ASCII text the collation weighs it as ('' when it ignores the
  * character), read from the server itself with WEIGHT_STRING. `scripts/model-fold-table.ts`
  * writes sluice's table of model-id foldings from it, and the collation test
  * (test/integration/model-fold-collations.test.ts) checks sluice's folding against it.
@@ -30,13 +30,22 @@ export async function availableCollations(c: Connection): Promise<string[]> {
   return have;
 }
 
-/** Every BMP code point but the surrogates, built without a recursive CTE (MySQL and MariaDB name its bound differently). */
-const BMP = `SELECT a.n + 16 * b.n + 256 * c.n + 4096 * d.n AS cp FROM ${[0, 1, 2, 3]
-  .map((i) => `(${Array.from({ length: 16 }, (_, k) => `SELECT ${k} AS n`).join(' UNION ALL ')}) ${'abcd'[i]}`)
-  .join(', ')}`;
+/**
+ * The planes read: the Basic Multilingual Plane, the Supplementary Multilingual Plane (enclosed
+ * and squared letters such as 🅵 and 🆓, which uca1400_ai_ci weighs as ASCII, and historic
+ * numerals), the Supplementary Ideographic Plane, and the tags and variation selectors of plane 14
+ * (ignored).
+ */
+const PLANES = [0x00000, 0x10000, 0x20000, 0xe0000];
+
+/** Every code point of the plane at `base`, built without a recursive CTE (MySQL and MariaDB name its bound differently). */
+const plane = (base: number): string =>
+  `SELECT ${base} + a.n + 16 * b.n + 256 * c.n + 4096 * d.n AS cp FROM ${[0, 1, 2, 3]
+    .map((i) => `(${Array.from({ length: 16 }, (_, k) => `SELECT ${k} AS n`).join(' UNION ALL ')}) ${'abcd'[i]}`)
+    .join(', ')}`;
 
 /**
- * For every BMP character the collation weighs exactly as some printable-ASCII text: that text,
+ * For every character of PLANES the collation weighs exactly as some printable-ASCII text: that text,
  * lower case ('' for a character it ignores). Characters weighed otherwise are left out.
  */
 export async function asciiEquivalents(c: Connection, collation: string): Promise<Map<number, string>> {
@@ -51,9 +60,18 @@ export async function asciiEquivalents(c: Connection, collation: string): Promis
     if (w !== '') units.set(w, ch.toLowerCase());
   }
   const longest = Math.max(...[...units.keys()].map((w) => w.length));
-  const [rows] = await c.query(`SELECT cp, ${weight('CONVERT(CHAR(cp USING utf32) USING utf8mb4)')} AS w FROM (${BMP}) n WHERE cp < 55296 OR cp > 57343`);
   const out = new Map<number, string>();
-  for (const { cp, w } of rows as Array<{ cp: number; w: string }>) {
+  for (const base of PLANES) {
+    const [rows] = await c.query(`SELECT cp, ${weight('CONVERT(CHAR(cp USING utf32) USING utf8mb4)')} AS w FROM (${plane(base)}) n WHERE cp < 55296 OR cp > 57343`);
+    readPlane(rows as Array<{ cp: number; w: string }>, units, longest, out);
+  }
+  return out;
+}
+
+/** Each row's weight read back as ASCII text, where it is made of ASCII weights only. */
+function readPlane(rows: ReadonlyArray<{ cp: number; w: string | null }>, units: ReadonlyMap<string, string>, longest: number, out: Map<number, string>): void {
+  for (const { cp, w } of rows) {
+    if (w === null) continue;
     let text = '';
     let at = 0;
     while (at < w.length) {
@@ -65,5 +83,4 @@ export async function asciiEquivalents(c: Connection, collation: string): Promis
     }
     if (at === w.length) out.set(cp, text);
   }
-  return out;
 }

@@ -142,10 +142,12 @@ describe('requestedModel: every route where the relay reads a model', () => {
     '/v1/videos',
     '/v1/video/generations',
     '/kling/v1/videos/text2video',
-    // a route the relay may add later
-    '/v1/some/future/route',
   ])('POST %s with a JSON body names its model', async (path) => {
     expect(await at('POST', path, JSON_CT, free)).toEqual({ ok: true, model: 'vend-flash-free' });
+  });
+
+  it.each(['/v1/some/future/route', '/v1/messages/count_tokens', '/v1/chat/completions/'])('POST %s, no route of the relay, names no model (its 404 reads none)', async (path) => {
+    expect(await at('POST', path, JSON_CT, free)).toEqual({ ok: true, model: null });
   });
 
   it('the playground reads a multipart body too (issue #17: /pg was forwarded uncounted)', async () => {

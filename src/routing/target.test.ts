@@ -6,7 +6,7 @@ import type { LimitStore } from '../limits/guard.js';
 import { compileIpRules } from '../limits/ip.js';
 import { requestedModel } from '../model/index.js';
 import { modelFromPath } from '../model/path.js';
-import { routeOf } from './routes.js';
+import { routeOf, wildcardPlan } from './routes.js';
 import { invalidTargetReason, parseTarget, type Target } from './target.js';
 
 function target(url: string): Target {
@@ -53,10 +53,11 @@ describe('parseTarget', () => {
       expect(pathOf('/v1beta/models/vend-flash-free%253AgenerateContent')).toBe('/v1beta/models/vend-flash-free%3AgenerateContent');
     });
 
-    it('decodes %2F to a slash, like Go, and collapses the slashes that makes', () => {
+    it('decodes %2F to a slash, like Go, and leaves the slashes that makes as the relay sees them', () => {
       expect(pathOf('/v1beta%2Fmodels/gemini:generateContent')).toBe('/v1beta/models/gemini:generateContent');
       expect(pathOf('/v1beta/models/tuned%2fx:generateContent')).toBe('/v1beta/models/tuned/x:generateContent');
-      expect(parseTarget('/v1%2F%2Fchat/completions')).toMatchObject({ path: '/v1/chat/completions', forwardUrl: '/v1%2F%2Fchat/completions' });
+      // gin routes `/v1//chat/completions` nowhere (a 404): not the chat route.
+      expect(parseTarget('/v1%2F%2Fchat/completions')).toMatchObject({ path: '/v1//chat/completions', forwardUrl: '/v1%2F%2Fchat/completions' });
       expect(pathOf('/v1beta/models/a%252Fb:generateContent')).toBe('/v1beta/models/a%2Fb:generateContent');
     });
 
@@ -152,6 +153,19 @@ describe('the model named in the path, read as the gateway reads it (parseTarget
     expect(modelOf('/v1beta/models/x%253Avend-flash-free:generateContent')).toBe('x%3Avend-flash-free');
     // Without a real colon a POST to `/v1/models/{id}` names the whole rest, as the relay reads it.
     expect(modelOf('/v1/models/vend-flash-free%253AgenerateContent')).toBe('vend-flash-free%3AgenerateContent');
+  });
+
+  it('reads the model from a Gemini path whose task marker only a collapsed slash would make (`/v1/%2Fvideos`), as the relay does', () => {
+    // The relay's distributor tests `/v1/videos` on its decoded path, `.../v1//videos`: no task,
+    // the model from the path. Collapsed here, the body was read instead, and a free call passed uncounted.
+    for (const url of [
+      '/v1beta/models/vend-flash-free:generateContent/v1/%2Fvideos',
+      '/v1beta/models/vend-flash-free:streamGenerateContent/v1/%2Fvideo/generations',
+      '/v1/models/vend-flash-free:generateContent/v1/%2Fvideos',
+    ]) {
+      expect(wildcardPlan(pathOf(url)).kind, url).toBe('path');
+      expect(modelOf(url), url).toBe('vend-flash-free');
+    }
   });
 
   it('reads %2F inside the model segment as a slash', () => {

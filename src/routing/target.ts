@@ -1,6 +1,6 @@
 /**
  * What path the relay will route on. The relay (Go net/http + gin) routes on the percent-decoded
- * path, decoded exactly once, and http-proxy collapses repeated slashes, so every
+ * path, decoded exactly once, after sluice collapsed the repeated slashes it was sent with, so every
  * decision here (per-IP limits, which headers carry a key, the model named in the path) is taken
  * on that same path: `/%761/chat/completions` must not dodge a limit that `/v1/chat/completions`
  * meets, and `a%2525b` is the model `a%25b`, as the relay reads it, not `a%b`.
@@ -15,7 +15,7 @@
 import { firstQueryValue, hexValue, queryUnescape } from '../model/form.js';
 
 export interface Target {
-  /** Decoded once (Go's way), slash-collapsed path: what decisions are made on. */
+  /** The path as forwarded (its repeated slashes collapsed), decoded once (Go's way): what decisions are made on. */
   path: string;
   /** Path and query as sent to the relay. */
   forwardUrl: string;
@@ -48,9 +48,10 @@ export function parseTarget(rawUrl: string | undefined): Target | null {
   const q = url.indexOf('?');
   const rawPath = collapseSlashes(q === -1 ? url : url.slice(0, q));
   const query = q === -1 ? '' : url.slice(q + 1);
-  let path = pathUnescape(rawPath);
+  // The slashes an escape makes are not collapsed: the relay routes, and its distributor reads
+  // task markers and models, on Go's decoded path as it is (gin's RemoveExtraSlash is off).
+  const path = pathUnescape(rawPath);
   if (path === undefined) return null;
-  if (path !== rawPath) path = collapseSlashes(path);
   if ((path.includes('/.') || path.includes('\\.')) && hasDotSegment(path)) return null;
   let forwardQuery = q === -1 ? '' : url.slice(q);
   let queryKey = false;

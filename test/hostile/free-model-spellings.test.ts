@@ -1,5 +1,6 @@
 /**
- * Free models spelt as the relay's database would still take them (issue 25, item 8). new-api
+ * Free models spelt as the relay's database would still take them (issue 25, item 8; letters
+ * beyond the Basic Multilingual Plane from a probe in issue 28). new-api
  * picks a channel with `WHERE model = ?` (its memory cache off), and on MySQL/MariaDB the column's
  * collation compares: `vend-flash-FREE` and `vend-flash-free ` are `vend-flash-free` there. Each
  * spelling is first put to a real MariaDB, in a table like new-api's `abilities` under each
@@ -34,6 +35,9 @@ const SPELLINGS = [
   'vend-v\u0664-flash-free', // an Arabic-Indic 4
   'vend-flash-fr\u0364e', // a combining small e
   'vend-fla\u017fh-free', // long s
+  'vend-flash-\u{1f193}', // 🆓, the squared word FREE (uca1400_ai_ci)
+  'vend-flash-\u{1f175}\u{1f181}\u{1f174}\u{1f174}', // 🅵🆁🅴🅴, negative squared letters (uca1400_ai_ci)
+  'vend-flash-fre\u{1f154}', // 🅔, a circled letter (uca1400_ai_ci)
   // Spellings no collation takes for a free id: not counted, unless they end in -free as sent.
   'vend-flash-free\t',
   ' vend-flash-free',
@@ -89,6 +93,8 @@ it('the database routes the issue’s spellings to the free model (the premise, 
   expect(routed('vend-flaßh-free')).toContain('utf8mb4_general_ci');
   expect(routed('vend-flash-free\t')).toEqual([]);
   expect(verdicts.filter((v) => v.routedFreeBy.length > 0).length).toBeGreaterThanOrEqual(14);
+  // Letters beyond the Basic Multilingual Plane, where the server has uca1400_ai_ci (MariaDB 10.10+).
+  if (collations.includes('utf8mb4_uca1400_ai_ci')) expect(routed('vend-flash-\u{1f193}')).toContain('utf8mb4_uca1400_ai_ci');
 });
 
 describe.each([
