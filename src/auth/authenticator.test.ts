@@ -68,6 +68,26 @@ describe('Authenticator', () => {
     expect(await cached(a, [KEY])).toMatchObject({ ok: true });
   });
 
+  it('keeps a found key when its creation is announced after it was found (the feed is slower than a first call on another replica), and drops a refusal of it', async () => {
+    const known = new Map<string, KeyIdentity>();
+    const m = manualSource(known);
+    const a = new Authenticator([m.source], new ManualClock());
+    // Refused before it existed, then created: the refusal goes.
+    let p = a.authenticate([KEY]);
+    m.release();
+    expect((await p).ok).toBe(false);
+    known.set(hashKey(KEY), alice(KEY));
+    m.change({ type: 'created', hash: hashKey(KEY) });
+    expect(await cached(a, [KEY])).toBeNull();
+    m.release();
+    await settle();
+    // Found, then its creation heard: still answered from the cache (and so through an outage).
+    p = a.authenticate([KEY]);
+    await p;
+    m.change({ type: 'created', hash: hashKey(KEY) });
+    expect(await cached(a, [KEY])).toMatchObject({ ok: true, identity: { user: 'alice' } });
+  });
+
   it('does not cache a found key whose deletion was announced during the lookup', async () => {
     const m = manualSource(new Map([[hashKey(KEY), alice(KEY)]]));
     const a = new Authenticator([m.source], new ManualClock());

@@ -202,7 +202,9 @@ export class Authenticator {
       this.pending.clear();
       return;
     }
-    this.cache.delete(c.hash);
+    // A creation cannot make a key found valid wrong (its announcement often comes after the
+    // key's first use, on another replica): only a refusal of it goes. A deletion takes any answer.
+    if (c.type === 'deleted' || this.cache.peek(c.hash)?.identity === null) this.cache.delete(c.hash);
     const lookup = this.pending.get(c.hash);
     if (lookup) lookup.raced = c.type;
   }

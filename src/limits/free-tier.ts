@@ -101,7 +101,8 @@ export class FreeTierLimiter {
    * after.
    */
   async reset(user: string): Promise<FreeTierState> {
-    await this.store.resetLimits(userSubject(user), this.checks(user, this.clock.now()));
+    const now = this.clock.now();
+    await this.store.resetLimits(userSubject(user), this.checks(user, now), now);
     this.forget(user);
     return this.state(user);
   }

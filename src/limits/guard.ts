@@ -20,7 +20,7 @@ export interface LimitStore {
   consume(checks: readonly LimitCheck[], nowMs: number, member: string, limit: string): Promise<GuardedDecision>;
   inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]>;
   /** Deletes a subject's counts for every replica (an operator's reset); every replica then forgets its own state of it. */
-  resetLimits(subject: string, checks: readonly LimitCheck[]): Promise<void>;
+  resetLimits(subject: string, checks: readonly LimitCheck[], nowMs: number): Promise<void>;
 }
 
 export class GuardedLimits implements LimitStore {
@@ -74,9 +74,9 @@ export class GuardedLimits implements LimitStore {
     }
   }
 
-  async resetLimits(subject: string, checks: readonly LimitCheck[]): Promise<void> {
+  async resetLimits(subject: string, checks: readonly LimitCheck[], nowMs: number): Promise<void> {
     try {
-      await this.store.resetLimits(subject, checks);
+      await this.store.resetLimits(subject, checks, nowMs);
     } catch (err) {
       throw new StoreUnavailableError(err);
     }

@@ -119,7 +119,7 @@ export class IpLimiter {
    */
   async reset(address: string): Promise<IpLimitsState> {
     const { bucket } = this.bucketOf(address)!;
-    await this.store.resetLimits(bucketSubject(bucket), this.checks(bucket));
+    await this.store.resetLimits(bucketSubject(bucket), this.checks(bucket), this.clock.now());
     this.forget(bucket);
     return this.state(address);
   }

@@ -32,7 +32,7 @@ export type ReplayResult = Exclude<ReplayOutcome, 'retry'> | 'dropped';
 type Tally = Record<ReplayResult, number>;
 
 // Typed as a Tally, this literal must name every result: it is the one list of them.
-const emptyTally = (): Tally => ({ replayed: 0, already_counted: 0, expired: 0, unknown: 0, failed: 0, dropped: 0 });
+const emptyTally = (): Tally => ({ replayed: 0, already_counted: 0, expired: 0, reset: 0, unknown: 0, failed: 0, dropped: 0 });
 
 export const REPLAY_RESULTS = Object.keys(emptyTally()) as readonly ReplayResult[];
 
@@ -130,7 +130,7 @@ export class OutageLedger {
     const t = this.tally;
     this.tally = emptyTally();
     this.log.info(
-      { replayed: t.replayed, alreadyCounted: t.already_counted, expired: t.expired, unknown: t.unknown, failed: t.failed, dropped: t.dropped },
+      { replayed: t.replayed, alreadyCounted: t.already_counted, expired: t.expired, reset: t.reset, unknown: t.unknown, failed: t.failed, dropped: t.dropped },
       'store answers again: calls admitted in memory during the outage added to the shared counts',
     );
   }

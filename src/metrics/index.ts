@@ -112,7 +112,7 @@ export class Metrics {
   });
   readonly outageReplays = new Counter({
     name: 'sluice_outage_replays_total',
-    help: 'Calls admitted in memory during a store outage (limits.onStoreError=open), by what became of them once the store answered again: replayed, already_counted, expired, unknown, failed, dropped',
+    help: 'Calls admitted in memory during a store outage (limits.onStoreError=open), by what became of them once the store answered again: replayed, already_counted, expired, reset, unknown, failed, dropped',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });

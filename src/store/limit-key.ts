@@ -7,6 +7,11 @@
  */
 import type { LimitCheck } from './types.js';
 
+/** Where a reset of `subject`'s limits leaves its time, in the slot of its counts (limit-resets.ts). */
+export function resetMarkKey(subject: string): string {
+  return `{${subject}}:reset`;
+}
+
 export function limitKey(c: LimitCheck): string {
   return c.subject === undefined ? c.key : `{${c.subject}}:${c.key}`;
 }

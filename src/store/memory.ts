@@ -118,7 +118,7 @@ export class MemoryStore implements Store {
   }
 
   /** The counts `checks` name go, as in Redis (limit-resets.ts), and the listeners hear of it at once. */
-  async resetLimits(subject: string, checks: readonly LimitCheck[]): Promise<void> {
+  async resetLimits(subject: string, checks: readonly LimitCheck[], _nowMs: number): Promise<void> {
     for (const c of checks) {
       const key = limitKey(c);
       this.windows.delete(key);

@@ -90,12 +90,13 @@ export interface OutageAdmission {
 /**
  * What became of an outage admission handed to the store: `replayed` (now counted),
  * `already_counted` (the store had it: its own decision ran after all, or an earlier replay did),
- * `expired` (its windows and day are over: nothing left to count), `unknown` (its decision may
+ * `expired` (its windows and day are over: nothing left to count), `reset` (an operator reset its
+ * subject's limits after it was admitted: not counted), `unknown` (its decision may
  * have run and no trace of it is left to tell: not counted, so as never to count it twice),
  * `failed` (its own data is bad, e.g. a key of the wrong type), `retry` (the store did not
  * answer: try again later).
  */
-export type ReplayOutcome = 'replayed' | 'already_counted' | 'expired' | 'unknown' | 'failed' | 'retry';
+export type ReplayOutcome = 'replayed' | 'already_counted' | 'expired' | 'reset' | 'unknown' | 'failed' | 'retry';
 
 /** The store was not asked (no connection to send on): nothing was counted. */
 export class NotSentError extends Error {
@@ -138,7 +139,12 @@ export interface Store {
    * Deletes the counts of `checks`, all of `subject`, and tells every replica (this one included)
    * through onLimitsReset, so that each forgets what it remembers of the subject.
    */
-  resetLimits(subject: string, checks: readonly LimitCheck[]): Promise<void>;
+  /**
+   * Deletes the counts `checks` name and announces the reset. `nowMs` is kept beside them: a call
+   * admitted in memory before it, by a replica that heard of no reset (cut off from the store),
+   * is not added when that replica replays it.
+   */
+  resetLimits(subject: string, checks: readonly LimitCheck[], nowMs: number): Promise<void>;
   /** Limit resets made anywhere (this replica or another). */
   onLimitsReset(listener: (e: LimitsReset) => void): void;
 

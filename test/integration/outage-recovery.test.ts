@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startRelayStandin, type RelayStandin } from '../../demo/relay.js';
-import { startHarness, type Harness } from '../support/harness.js';
-import { usedToday } from '../support/helpers.js';
+import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
+import { metricsText, metricValue, usedToday } from '../support/helpers.js';
 import { request } from '../support/http.js';
 import { uniquePrefix } from '../support/redis.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -64,5 +64,54 @@ describe('Redis reachable again after replicas admitted calls in memory', () => 
     expect(after.filter((s) => s === 429).length).toBeGreaterThan(0);
     // And Redis holds exactly the calls admitted.
     await eventually(async () => expect(await usedToday(a, 'recovering')).toBe(admitted), { timeoutMs: 3000, what: 'the outage calls counted in Redis' });
+  });
+});
+
+describe("an operator reset while a replica is cut off from Redis (a helper's probe, issue 28)", () => {
+  let proxy: TcpProxy;
+  let relay: RelayStandin;
+  let a: Harness;
+  let b: Harness;
+  beforeAll(async () => {
+    const redis = new URL(inject('redisUrl'));
+    proxy = await startTcpProxy(redis.hostname, Number(redis.port));
+    const through = new URL(redis.href);
+    through.port = String(proxy.port);
+    relay = await startRelayStandin({ quiet: true });
+    const prefix = uniquePrefix('reset-partition');
+    const file = { limits: { rememberRefusalsSeconds: 0 } };
+    a = await startHarness({ store: 'redis', relay, prefix, redisUrl: redis.href, redisCommandTimeoutMs: 100, file });
+    b = await startHarness({ store: 'redis', relay, prefix, redisUrl: through.href, redisCommandTimeoutMs: 100, file });
+  });
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await relay?.close();
+    await proxy?.close();
+  });
+
+  it('is not undone when that replica comes back: the calls it admitted in memory before the reset are not added', async () => {
+    const { key } = await a.createKey('reset-while-cut');
+    const free = (h: Harness) =>
+      request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'vend-flash-free' }) });
+    expect((await free(b)).status).toBe(200);
+    proxy.cut();
+    // B, cut off (its subscription too: it never hears of the reset), admits the user's calls in memory.
+    let inMemory = 0;
+    for (let i = 0; i < 20; i++) if ((await free(b)).status === 200) inMemory++;
+    expect(inMemory).toBeGreaterThan(0);
+    const reset = await fetch(`${a.adminUrl}/admin/users/reset-while-cut/limits`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(reset.status).toBe(200);
+    expect((await free(a)).status).toBe(200);
+    proxy.restore();
+    await eventually(async () => expect(metricValue(await metricsText(b), 'sluice_outage_replays_total', { result: 'reset' })).toBe(inMemory), {
+      timeoutMs: 5000,
+      what: 'the outage calls replayed as reset',
+    });
+    // Only the call after the reset counts, and the user is served on both replicas.
+    expect(await usedToday(a, 'reset-while-cut')).toBe(1);
+    expect((await free(a)).status).toBe(200);
+    expect((await free(b)).status).toBe(200);
+    expect(await usedToday(a, 'reset-while-cut')).toBe(3);
   });
 });

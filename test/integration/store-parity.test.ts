@@ -91,7 +91,7 @@ describe.each(['memory', 'redis'] as const)('%s store: day counters and limit fi
     const other: LimitCheck[] = [{ kind: 'window', subject, key: 'gone:w', limit: 5, windowMs: MIN }];
     await store.consume(named, now, 'a');
     await store.consume(other, now, 'a');
-    await store.resetLimits(subject, named);
+    await store.resetLimits(subject, named, now);
     expect((await store.inspect(named, now + 1)).map((s) => s.used)).toEqual([0, 0]);
     expect((await store.inspect(other, now + 1)).map((s) => s.used)).toEqual([1]);
   });

@@ -15,7 +15,7 @@ export class CountingStore implements LimitStore {
   inspect(checks: readonly LimitCheck[], nowMs: number): Promise<LimitState[]> {
     return this.inner.inspect(checks, nowMs);
   }
-  resetLimits(subject: string, checks: readonly LimitCheck[]): Promise<void> {
-    return this.inner.resetLimits(subject, checks);
+  resetLimits(subject: string, checks: readonly LimitCheck[], nowMs: number): Promise<void> {
+    return this.inner.resetLimits(subject, checks, nowMs);
   }
 }

@@ -93,8 +93,8 @@ export class RedisStore implements Store {
     this.changes.onLimitsReset(listener);
   }
 
-  resetLimits(subject: string, checks: readonly LimitCheck[]): Promise<void> {
-    return this.resets.reset(subject, checks);
+  resetLimits(subject: string, checks: readonly LimitCheck[], nowMs: number): Promise<void> {
+    return this.resets.reset(subject, checks, nowMs);
   }
 
   onReconnect(listener: () => void): void {

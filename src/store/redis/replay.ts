@@ -4,13 +4,13 @@
  * as decisions' are (decisions.ts): up to 64 calls per script run, one on a Cluster or behind a
  * sharding proxy, so a run holds keys of one slot and never holds Redis for long.
  */
-import { limitKey } from '../limit-key.js';
+import { limitKey, resetMarkKey } from '../limit-key.js';
 import type { OutageAdmission, ReplayOutcome } from '../types.js';
 import type { RedisConnection } from './connection.js';
 import { REPLAYED_SUFFIX } from './scripts.js';
 import { perRunOf, pushTriple, sameShape, validMember } from './decisions.js';
 
-const OUTCOMES: Readonly<Record<string, ReplayOutcome>> = { '1': 'replayed', '2': 'already_counted', '3': 'expired', '4': 'unknown', '-1': 'failed' };
+const OUTCOMES: Readonly<Record<string, ReplayOutcome>> = { '1': 'replayed', '2': 'already_counted', '3': 'expired', '4': 'unknown', '5': 'reset', '-1': 'failed' };
 
 export class RedisReplay {
   private readonly perRun: number;
@@ -58,6 +58,8 @@ export class RedisReplay {
         args.push(a.checks.length);
         for (const c of a.checks) pushTriple(c, args);
       }
+      // Its subject's reset time, if any (every check of a call is of one subject: one slot).
+      keys.push(this.prefix + resetMarkKey(a.checks[0]?.subject ?? ''));
       for (const c of a.checks) {
         const key = this.prefix + limitKey(c);
         keys.push(key);

@@ -6,10 +6,12 @@
 --
 -- ARGV[1] now (ms), ARGV[2] the number of shapes, then the shapes as consume.lua takes them
 -- (n, then n triples), then one argument holding each call as `time member shape flag ` (flag
--- `m`: its decision may have run, `n`: it was never sent). KEYS: per call, per check, its key and,
--- for a counter, the key of its `:replayed` hash right after.
+-- `m`: its decision may have run, `n`: it was never sent). KEYS: per call, the key of its
+-- subject's last reset time (limit-resets.ts), then per check its key and, for a counter, the key
+-- of its `:replayed` hash right after.
 -- Returns one code per call: 1 replayed, 2 already counted, 3 expired (nothing left to count),
--- 4 unknown (it may have run and its windows no longer tell: not added), -1 its data is bad.
+-- 4 unknown (it may have run and its windows no longer tell: not added), 5 its subject's limits
+-- were reset after it (not added), -1 its data is bad.
 -- A fault of Redis itself (READONLY, OOM, ...) ends the run with that error, as in consume.lua:
 -- the calls before it stand, and a retry finds them counted.
 --
@@ -19,7 +21,9 @@ local SERVER_FAULTS = { READONLY = true, OOM = true, NOREPLICAS = true, MASTERDO
   LOADING = true, BUSY = true, CLUSTERDOWN = true, TRYAGAIN = true, NOPERM = true }
 local now = tonumber(ARGV[1])
 local kinds, params, keys, marks = {}, {}, {}, {}
-local function replay(t, member, n, maybe)
+local function replay(t, member, n, maybe, resetKey)
+  local resetAt = tonumber(redis.call('GET', resetKey))
+  if resetAt and t <= resetAt then return 5 end
   local due, live = false, false
   for i = 1, n do
     if kinds[i] == 'w' then
@@ -73,6 +77,8 @@ for t, member, si, flag in string.gmatch(ARGV[a], '(%S+) (%S+) (%S+) (%S+)') do
   local shape = shapes[tonumber(si)]
   local n = shape[1]
   kinds, params = shape[2], shape[3]
+  k = k + 1
+  local resetKey = KEYS[k]
   for i = 1, n do
     k = k + 1
     keys[i] = KEYS[k]
@@ -81,7 +87,7 @@ for t, member, si, flag in string.gmatch(ARGV[a], '(%S+) (%S+) (%S+) (%S+)') do
       marks[i] = KEYS[k]
     end
   end
-  local ok, r = pcall(replay, tonumber(t), member, n, flag == 'm')
+  local ok, r = pcall(replay, tonumber(t), member, n, flag == 'm', resetKey)
   if not ok then
     local msg = type(r) == 'table' and r.err or tostring(r)
     local code = string.match(msg, '(%u+) ')
