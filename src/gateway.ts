@@ -255,7 +255,9 @@ export function createGateway(d: GatewayDeps): Gateway {
     t.path = target.path;
     const route = routeOf(target.path);
     t.family = route.family;
-    t.unrouted = route.unrouted && t.method === 'POST';
+    // Sent as `/v1…`: the relay's NoRoute answers JSON 404 by the raw target's prefix, and its
+    // console page (a 200) to anything else, such as `/%761/x`.
+    t.unrouted = route.unrouted && t.method === 'POST' && target.forwardUrl.startsWith('/v1');
     if (route.cors && req.headers.origin !== undefined) t.cors = crossOrigin(req);
     // A field sluice judges by, declared hop-by-hop, would not reach the relay: the request it
     // reads would not be the one judged. Refused here, by its headers alone, before it counts

@@ -68,7 +68,7 @@ describe('Authenticator', () => {
     expect(await cached(a, [KEY])).toMatchObject({ ok: true });
   });
 
-  it('keeps a found key when its creation is announced after it was found (the feed is slower than a first call on another replica), and drops a refusal of it', async () => {
+  it('keeps a found key as seen valid when its creation is announced after it was found (the feed is slower than a first call on another replica), and drops a refusal of it', async () => {
     const known = new Map<string, KeyIdentity>();
     const m = manualSource(known);
     const a = new Authenticator([m.source], new ManualClock());
@@ -81,11 +81,18 @@ describe('Authenticator', () => {
     expect(await cached(a, [KEY])).toBeNull();
     m.release();
     await settle();
-    // Found, then its creation heard: still answered from the cache (and so through an outage).
+    // Found, then its creation heard: asked for again, but kept as a key seen valid, so that an
+    // outage right then still serves it.
     p = a.authenticate([KEY]);
     await p;
     m.change({ type: 'created', hash: hashKey(KEY) });
-    expect(await cached(a, [KEY])).toMatchObject({ ok: true, identity: { user: 'alice' } });
+    expect(await cached(a, [KEY])).toBeNull();
+    m.setDown(true);
+    m.release();
+    await settle();
+    p = a.authenticate([KEY]);
+    m.release();
+    expect(await p).toMatchObject({ ok: true, identity: { user: 'alice' } });
   });
 
   it('does not cache a found key whose deletion was announced during the lookup', async () => {

@@ -202,9 +202,15 @@ export class Authenticator {
       this.pending.clear();
       return;
     }
-    // A creation cannot make a key found valid wrong (its announcement often comes after the
-    // key's first use, on another replica): only a refusal of it goes. A deletion takes any answer.
-    if (c.type === 'deleted' || this.cache.peek(c.hash)?.identity === null) this.cache.delete(c.hash);
+    // A key found valid is asked for again, but kept as a key seen valid, as a flush keeps it: its
+    // creation's announcement often comes after its first use on another replica, and an outage
+    // then must not refuse it (a deletion whose announcement was lost may precede the creation).
+    // A refusal of it goes; a deletion takes any answer.
+    const hit = this.cache.peek(c.hash);
+    if (c.type === 'created' && hit !== undefined && hit.identity !== null) {
+      hit.ttl = 0;
+      hit.degraded = false;
+    } else this.cache.delete(c.hash);
     const lookup = this.pending.get(c.hash);
     if (lookup) lookup.raced = c.type;
   }

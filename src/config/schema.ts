@@ -40,12 +40,14 @@ const flag = (dflt: boolean, m: Meta) => Type.Boolean({ default: dflt, ...m });
 const hostPorts = (m: Meta) => Type.Union([Type.Array(Type.String({ pattern: NON_EMPTY, format: 'host-port' }), { minItems: 1 }), Type.Null()], { default: null, ...m });
 
 const DAY = 86_400;
+/** The longest window a limit may have (free tier, per-IP rules). */
+export const MAX_WINDOW_SECONDS = 31 * DAY;
 
 const ipLimitRule = Type.Object({
   name: Type.String({ pattern: NON_EMPTY, format: 'rule-name', description: 'Named in metrics and logs; unique.' }),
   paths: Type.Array(Type.String({ pattern: NON_EMPTY, format: 'limit-path' }), { minItems: 1, description: 'Exact paths, or prefixes ending in `*`.' }),
   limit: Type.Integer({ minimum: 1, maximum: 100_000_000, description: 'Admitted calls per address...' }),
-  windowSeconds: Type.Integer({ minimum: 1, maximum: 31 * DAY, description: '...in any window of this many seconds.' }),
+  windowSeconds: Type.Integer({ minimum: 1, maximum: MAX_WINDOW_SECONDS, description: '...in any window of this many seconds.' }),
   shadow: flag(false, { description: 'Evaluate, count and report, but admit: try a new limit safely.' }),
 });
 
@@ -197,7 +199,7 @@ export const SETTINGS = Type.Object({
   freeTier: Type.Object(
     {
       perMinute: int(1, 1_000_000, 20, { description: 'Admitted calls of a user to free models in any rolling window...' }),
-      windowSeconds: int(1, 31 * DAY, 60, { description: '...of this many seconds (a true sliding window).' }),
+      windowSeconds: int(1, MAX_WINDOW_SECONDS, 60, { description: '...of this many seconds (a true sliding window).' }),
       perDay: int(1, 100_000_000, 100, { description: 'Admitted calls per calendar day...' }),
       timeZone: text('Asia/Shanghai', { format: 'time-zone', description: '...in this time zone (reset at its 00:00).' }),
       modelSuffix: text('-free', {

@@ -57,6 +57,7 @@ describe('routeOf: where the relay reads a model (new-api router/*.go behind its
     expect(post('/mj/submit/imagine').kind).toBe('mj');
     expect(post('/fast/mj/submit/imagine').kind).toBe('mj');
     expect(post('/v1/mj/submit/imagine').kind).toBe('mj'); // gin's /:mode/mj group takes any first segment
+    expect(post('//mj/submit/imagine').kind).toBe('mj'); // an empty one too (`/%2Fmj/...`)
     for (const p of ['/kling/v1/videos/text2video', '/jimeng/', '/suno/submit/music', '/mj/submit/imagine']) expect(routeOf(p).family).toBe('tasks');
   });
 
@@ -86,14 +87,15 @@ describe('routeOf: where the relay reads a model (new-api router/*.go behind its
       '/v1/messages/count_tokens',
       '/v1/responses/input_tokens',
       '/v1/realtime/sessions',
-      '/v1/fine-tunes//cancel',
       '/v1/fine-tunes/a/b/cancel',
+      '/v1/models',
     ]) {
       expect(post(p).kind, p).toBe('none');
       expect(routeOf(p).unrouted, p).toBe(true);
     }
     // gin's `/fine-tunes/:id/cancel` reads the model, then answers that it is not implemented.
     expect(post('/v1/fine-tunes/ft-1/cancel')).toMatchObject({ kind: 'body', first: true });
+    expect(post('/v1/fine-tunes//cancel')).toMatchObject({ kind: 'body', first: true }); // an empty `:id` matches too
     expect(routeOf('/v1/fine-tunes/ft-1/cancel').unrouted).toBe(false);
     expect(routeOf('/v1/chat/completions').unrouted).toBe(false);
     expect(post('/api/user/login').kind).toBe('none');

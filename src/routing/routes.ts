@@ -160,7 +160,8 @@ exact('/kling/v1/videos/image2video', { family: 'tasks', post: KLING });
 exact('/jimeng/', { family: 'tasks', post: JIMENG });
 
 // Families of the paths that are no model route.
-const MODELS_LIST = route('/v1/models', { family: 'models', post: GENERIC });
+// gin has no POST route here, nor a redirect to `/v1/models/` (its `/:mode` backtracking cancels it): a 404.
+const MODELS_LIST = route('/v1/models', { family: 'models', unrouted: true });
 const MODELS_ITEM = route('/v1/models/x', { family: 'models', post: PATH });
 const GEMINI_MODELS = route('/v1beta/models/x', { family: 'gemini', post: PATH });
 const GEMINI_LIST = route('/v1beta/models', { family: 'gemini' });
@@ -190,8 +191,9 @@ EXACT.set('/api/usage/token/', USAGE_QUERY);
 /** Whether the path is a Midjourney route: `/mj/...` or `/{mode}/mj/...` (gin's `/:mode/mj` group). */
 function isMidjourney(path: string): boolean {
   if (path.startsWith('/mj/')) return true;
+  // gin's `:mode` matches an empty segment too (`//mj/...`, from `/%2Fmj/...`).
   const second = path.indexOf('/', 1);
-  return second > 1 && path.startsWith('/mj/', second);
+  return second !== -1 && path.startsWith('/mj/', second);
 }
 
 /** The route of a decoded path. Allocates nothing: every answer is a shared, frozen Route. */
@@ -211,8 +213,8 @@ export function routeOf(path: string): Route {
     if (path.startsWith('/v1/engines/') && path.endsWith('/embeddings') && path.indexOf('/', 12) === path.length - 11) return ENGINE_EMBEDDINGS;
     if (path.startsWith('/v1/videos/')) return path.endsWith('/remix') ? VIDEO_REMIX : VIDEO_FETCH;
     if (path.startsWith('/v1/video/generations/')) return VIDEO_FETCH;
-    // gin's `/fine-tunes/:id/cancel`: one segment between.
-    if (path.startsWith('/v1/fine-tunes/') && path.endsWith('/cancel') && path.indexOf('/', 15) === path.length - 7 && path.length > 22) return FINE_TUNE_CANCEL;
+    // gin's `/fine-tunes/:id/cancel`: one segment between (an empty one too).
+    if (path.startsWith('/v1/fine-tunes/') && path.endsWith('/cancel') && path.indexOf('/', 15) === path.length - 7) return FINE_TUNE_CANCEL;
     return V1_OTHER;
   }
   if (path.startsWith('/v1beta/')) return path.startsWith('/v1beta/models/') ? GEMINI_MODELS : GEMINI_OTHER;

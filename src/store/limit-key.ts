@@ -7,9 +7,13 @@
  */
 import type { LimitCheck } from './types.js';
 
-/** Where a reset of `subject`'s limits leaves its time, in the slot of its counts (limit-resets.ts). */
+/**
+ * Where a reset of `subject`'s limits leaves its time, in the slot of its counts (limit-resets.ts).
+ * A `:` in its name keeps it apart from every count: a per-IP rule's name, which names its count,
+ * has none, and the free tier's counts are `ft:…`.
+ */
 export function resetMarkKey(subject: string): string {
-  return `{${subject}}:reset`;
+  return `{${subject}}:reset:at`;
 }
 
 export function limitKey(c: LimitCheck): string {

@@ -346,8 +346,10 @@ describe('a relay that serves a POST route sluice does not know', () => {
       expect(r.status).toBe(200);
       expect(r.headers.ratelimit).toBeUndefined();
     }
-    // Its 404 is what the relay answers where it has no route: nothing to say.
+    // Its 404 is what the relay answers where it has no route: nothing to say. Nor is its console
+    // page, its answer to a target not sent as `/v1…` (`/%761/…` is `/v1/…` decoded).
     expect((await call('/v1/messages/other')).status).toBe(404);
+    expect((await call('/%761/messages/other')).status).toBe(200);
     expect(metricValue(await metricsText(h), 'sluice_unrouted_answers_total')).toBe(3);
     const said = logs.lines.filter((l) => l.msg === 'the relay serves a POST route sluice does not know: calls there are not counted against the free tier');
     expect(said).toMatchObject([{ level: 40, path: '/v1/messages/count_tokens', status: 200 }]);

@@ -246,6 +246,23 @@ describe('Redis store failures', () => {
   });
 });
 
+describe('Redis store: a limit reset', () => {
+  it('keeps its time apart from every count: a per-IP rule named `reset` still counts after a reset of its address', async () => {
+    const store = new RedisStore({ url: inject('redisUrl'), keyPrefix: uniquePrefix('rm'), commandTimeoutMs: 2000 });
+    try {
+      await store.waitReady();
+      const checks: LimitCheck[] = [{ kind: 'window', subject: 'ip:192.0.2.7', key: 'reset', limit: 2, windowMs: 60_000 }];
+      const now = Date.now();
+      expect((await store.consume(checks, now, 'm1')).admitted).toBe(true);
+      await store.resetLimits('ip:192.0.2.7', checks, now + 1);
+      expect((await store.consume(checks, now + 2, 'm2')).admitted).toBe(true);
+      expect((await store.inspect(checks, now + 3)).map((s) => s.used)).toEqual([1]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('Redis store reconnects', () => {
   it('says so when the decision connection comes back after a break, and not for the key-change feed', async () => {
     const url = inject('redisUrl');

@@ -6,12 +6,13 @@
  * announcement: the calls it admitted in memory before the reset are not added when it replays
  * them (lua/replay.lua).
  */
+import { MAX_WINDOW_SECONDS } from '../../config/schema.js';
 import { limitKey, resetMarkKey } from '../limit-key.js';
 import type { LimitCheck } from '../types.js';
 import type { RedisConnection } from './connection.js';
 
-/** How long a reset's time is kept: a call admitted before it counts for one day at most, plus the clocks' margins. */
-const RESET_MARK_MS = 2 * 24 * 3600 * 1000;
+/** How long a reset's time is kept: as long as a call admitted before it can count (the longest window, or its day), and a day more. */
+const RESET_MARK_MS = (MAX_WINDOW_SECONDS + 86_400) * 1000;
 
 export class LimitResets {
   constructor(
