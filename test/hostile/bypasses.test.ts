@@ -426,6 +426,17 @@ describe('the relay routes on the path sluice judged: nothing between them rewri
     expect(await send('GET', '/api/log/token', key)).toBe(429);
   });
 
+  it('counts a Gemini call whose path holds a task marker only once a %2F slash is collapsed (`.../v1/%2Fvideos`): the relay reads the model from that path', async () => {
+    const { user, key } = await freshUser(h, 'slash-marker');
+    const body = '{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}';
+    for (const path of [`/v1beta/models/${FREE}:generateContent/v1/%2Fvideos`, `/v1/models/${FREE}:generateContent/v1/%2Fvideo/generations`]) {
+      await send('POST', path, key, body);
+    }
+    // Before, sluice judged a video task (a body naming no model) and counted neither.
+    expect(await usedToday(h, user)).toBe(2);
+    expect(h.relay.requests.map((r) => r.url)).toEqual([`/v1beta/models/${FREE}:generateContent/v1/%2Fvideos`, `/v1/models/${FREE}:generateContent/v1/%2Fvideo/generations`]);
+  });
+
   it('forwards a `#` in the path as sent (url.parse once dropped it and what follows)', async () => {
     const { key } = await freshUser(h, 'hash');
     const body = `{"model":"${FREE}","messages":[]}`;

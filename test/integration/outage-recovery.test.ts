@@ -13,34 +13,46 @@ import { uniquePrefix } from '../support/redis.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { eventually, sleep } from '../support/time.js';
 
-describe('Redis reachable again after replicas admitted calls in memory', () => {
-  let proxy: TcpProxy;
-  let relay: RelayStandin;
-  let replicas: Harness[] = [];
+/** Two replicas on one Redis and one relay, B (and A, with `bothCut`) through a TCP proxy a test can cut. */
+interface Replicas {
+  proxy: TcpProxy;
+  a: Harness;
+  b: Harness;
+}
+
+function useTwoReplicas(tag: string, { bothCut }: { bothCut: boolean }): Replicas {
+  const r = {} as Replicas;
+  let relay: RelayStandin | undefined;
   beforeAll(async () => {
     const redis = new URL(inject('redisUrl'));
-    proxy = await startTcpProxy(redis.hostname, Number(redis.port));
+    r.proxy = await startTcpProxy(redis.hostname, Number(redis.port));
     const through = new URL(redis.href);
-    through.port = String(proxy.port);
+    through.port = String(r.proxy.port);
     relay = await startRelayStandin({ quiet: true });
-    const prefix = uniquePrefix('outage-recovery');
-    replicas = await Promise.all(
-      [0, 1].map(() => startHarness({ store: 'redis', relay, prefix, redisUrl: through.href, redisCommandTimeoutMs: 100, file: { limits: { rememberRefusalsSeconds: 0 } } })),
-    );
+    const common = { store: 'redis' as const, relay, prefix: uniquePrefix(tag), redisCommandTimeoutMs: 100, file: { limits: { rememberRefusalsSeconds: 0 } } };
+    [r.a, r.b] = await Promise.all([startHarness({ ...common, redisUrl: bothCut ? through.href : redis.href }), startHarness({ ...common, redisUrl: through.href })]);
   });
   afterAll(async () => {
-    await Promise.all(replicas.map((r) => r.close()));
+    await Promise.all([r.a?.close(), r.b?.close()]);
     await relay?.close();
-    await proxy?.close();
+    await r.proxy?.close();
   });
+  return r;
+}
+
+/** A free call of `key` on `h`. */
+const freeCall = (h: Harness, key: string) =>
+  request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'vend-flash-free' }) });
+
+describe('Redis reachable again after replicas admitted calls in memory', () => {
+  const replicas = useTwoReplicas('outage-recovery', { bothCut: true });
 
   it('counts them before deciding anything new: no call past the limit is admitted after the reconnect', async () => {
-    const [a, b] = replicas as [Harness, Harness];
+    const { a, b, proxy } = replicas;
     const { key } = await a.createKey('recovering');
-    const free = (h: Harness) =>
-      request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'vend-flash-free' }) });
+    const free = (h: Harness) => freeCall(h, key);
     // Both replicas know the key before the outage.
-    for (const h of replicas) expect((await free(h)).status).toBe(200);
+    for (const h of [a, b]) expect((await free(h)).status).toBe(200);
     let admitted = 2;
 
     proxy.cut();
@@ -68,32 +80,12 @@ describe('Redis reachable again after replicas admitted calls in memory', () => 
 });
 
 describe("an operator reset while a replica is cut off from Redis (a helper's probe, issue 28)", () => {
-  let proxy: TcpProxy;
-  let relay: RelayStandin;
-  let a: Harness;
-  let b: Harness;
-  beforeAll(async () => {
-    const redis = new URL(inject('redisUrl'));
-    proxy = await startTcpProxy(redis.hostname, Number(redis.port));
-    const through = new URL(redis.href);
-    through.port = String(proxy.port);
-    relay = await startRelayStandin({ quiet: true });
-    const prefix = uniquePrefix('reset-partition');
-    const file = { limits: { rememberRefusalsSeconds: 0 } };
-    a = await startHarness({ store: 'redis', relay, prefix, redisUrl: redis.href, redisCommandTimeoutMs: 100, file });
-    b = await startHarness({ store: 'redis', relay, prefix, redisUrl: through.href, redisCommandTimeoutMs: 100, file });
-  });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await relay?.close();
-    await proxy?.close();
-  });
+  const replicas = useTwoReplicas('reset-partition', { bothCut: false });
 
   it('is not undone when that replica comes back: the calls it admitted in memory before the reset are not added', async () => {
+    const { a, b, proxy } = replicas;
     const { key } = await a.createKey('reset-while-cut');
-    const free = (h: Harness) =>
-      request(h.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'vend-flash-free' }) });
+    const free = (h: Harness) => freeCall(h, key);
     expect((await free(b)).status).toBe(200);
     proxy.cut();
     // B, cut off (its subscription too: it never hears of the reset), admits the user's calls in memory.
