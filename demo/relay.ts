@@ -12,7 +12,9 @@
  * headers, the model-list shapes chosen by headers, the 404 of an unknown `/v1` or `/api` path.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
+import { createServer, ServerResponse as NodeServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import * as zlib from 'node:zlib';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
@@ -84,6 +86,8 @@ export interface RelayBehaviour {
 export interface RelayStandin {
   url: string;
   port: number;
+  /** WebSocket sessions open now (`GET /v1/realtime`). */
+  readonly webSockets: number;
   /** Every request received, in order (recorded once its body is fully read). */
   requests: RecordedRequest[];
   /** Requests whose headers arrived, complete or not: what "nothing was forwarded" is checked on. */
@@ -144,7 +148,7 @@ export function standinDeltas(n: number): string[] {
 
 type Answer =
   | { kind: 'json'; status: number; body: unknown }
-  | { kind: 'raw'; status: number; body: Buffer; contentType: string | undefined }
+  | { kind: 'raw'; status: number; body: Buffer; contentType: string | undefined; headers?: Readonly<Record<string, string>> }
   | { kind: 'stream'; contentType: string; frames: string[] };
 
 interface Exchange {
@@ -196,32 +200,89 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
     return {};
   };
 
-  const server = createServer((req, res) => {
-    started++;
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('error', () => {
-      /* client went away while sending: nothing is recorded */
-    });
-    req.on('end', () => {
+  // new-api's one WebSocket route; any other Upgrade is an ordinary request to Go's server.
+  const server = createServer(
+    { shouldUpgradeCallback: (req: IncomingMessage) => routingPath(pathOf(req.url ?? '/')) === '/v1/realtime' } as Parameters<typeof createServer>[0],
+    (req, res) => {
+      started++;
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('error', () => {
+        /* client went away while sending: nothing is recorded */
+      });
+      req.on('end', () => {
+        const url = req.url ?? '/';
+        const q = url.indexOf('?');
+        const path = routingPath(q === -1 ? url : url.slice(0, q));
+        const query = q === -1 ? '' : url.slice(q + 1);
+        const method = req.method ?? 'GET';
+        const body = chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks);
+        // Go's Header.Get: the first Content-Encoding line alone. (Through sluice there is one line:
+        // http-proxy forwards Node's joined value.)
+        const decoded = decompressed(method, req.headersDistinct['content-encoding']?.[0], body);
+        const dist: Promise<Distributed> = decoded === null ? Promise.resolve({ kind: 'error', status: 400, message: '' }) : distribute(method, path, query, req.headers, decoded);
+        void dist.then((d) => record(req, res, { method, url, path, query, body, decoded: decoded ?? body, dist: d }));
+      });
+    },
+  );
+
+  // An upgrade: new-api's middleware (TokenAuth, the distributor) runs first, then its handler
+  // switches (gorilla's Upgrader, subprotocol `realtime`). Answers before the switch go out on a
+  // response made on the socket.
+  const webSockets = new WebSocketServer({ noServer: true, handleProtocols: (offered) => (offered.has('realtime') ? 'realtime' : false) });
+  const sessions = new Set<WebSocket>();
+  // Node's server takes shouldUpgradeCallback from 24.9; on an older Node, nothing is upgraded.
+  const upgrades = (server as { shouldUpgradeCallback?: unknown }).shouldUpgradeCallback !== undefined;
+  if (upgrades)
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      started++;
+      socket.on('error', () => {
+        /* the client left: its close follows */
+      });
+      const res = new NodeServerResponse(req);
+      res.shouldKeepAlive = false;
+      res.assignSocket(socket as Socket);
+      res.on('finish', () => socket.end());
       const url = req.url ?? '/';
       const q = url.indexOf('?');
       const path = routingPath(q === -1 ? url : url.slice(0, q));
       const query = q === -1 ? '' : url.slice(q + 1);
-      const method = req.method ?? 'GET';
-      const body = chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks);
-      // Go's Header.Get: the first Content-Encoding line alone. (Through sluice there is one line:
-      // http-proxy forwards Node's joined value.)
-      const decoded = decompressed(method, req.headersDistinct['content-encoding']?.[0], body);
-      const dist: Promise<Distributed> = decoded === null ? Promise.resolve({ kind: 'error', status: 400, message: '' }) : distribute(method, path, query, req.headers, decoded);
-      void dist.then((d) => record(req, res, { method, url, path, query, body, decoded: decoded ?? body, dist: d }));
+      void distribute('GET', path, query, req.headers, Buffer.alloc(0)).then((dist) =>
+        record(req, res, { method: 'GET', url, path, query, body: Buffer.alloc(0), decoded: Buffer.alloc(0), dist }, { socket, head }),
+      );
     });
-  });
+
+  /** The realtime session: `session.created` first; `session.update` answered, `standin.close` closes (1000), anything else echoed. */
+  const realtime = (ex: Exchange, ws: WebSocket): void => {
+    sessions.add(ws);
+    ws.on('close', () => sessions.delete(ws));
+    ws.on('error', () => {
+      /* the client left */
+    });
+    const model = ex.dist.kind === 'model' ? ex.dist.model : '';
+    const session = { id: newId('sess_'), object: 'realtime.session', model, modalities: ['text'] };
+    ws.send(JSON.stringify({ type: 'session.created', event_id: newId('event_'), session }));
+    ws.on('message', (data: RawData, binary: boolean) => {
+      if (binary) return ws.send(data, { binary: true });
+      const text = data.toString();
+      let event: { type?: unknown; session?: unknown } = {};
+      try {
+        event = JSON.parse(text) as typeof event;
+      } catch {
+        // Echoed as it came.
+      }
+      if (event.type === 'standin.close') return ws.close(1000, 'done');
+      if (event.type === 'session.update')
+        return ws.send(JSON.stringify({ type: 'session.updated', event_id: newId('event_'), session: { ...session, ...(event.session as object) } }));
+      ws.send(JSON.stringify({ type: 'standin.echo', event_id: newId('event_'), received: text }));
+    });
+  };
 
   const record = (
     req: IncomingMessage,
     res: ServerResponse,
     r: { method: string; url: string; path: string; query: string; body: Buffer; decoded: Buffer; dist: Distributed },
+    upgrade?: { socket: Duplex; head: Buffer },
   ): void => {
     {
       const rec: RecordedRequest = {
@@ -268,7 +329,8 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
         }
       });
       notify();
-      answer(ex).catch((err: unknown) => {
+      const answered = upgrade === undefined ? answer(ex) : answerUpgrade(ex, upgrade);
+      answered.catch((err: unknown) => {
         log(`error answering ${rec.method} ${rec.url}: ${String(err)}`);
         if (!res.headersSent && !ex.closed) sendJson(ex, 500, openAiError('stand-in failure', 'server_error'));
         else req.socket.destroy();
@@ -282,6 +344,39 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
+
+  /** What new-api's middleware refuses before any handler runs (a forced status stands in for any other refusal): true when it answered. */
+  const refusedByMiddleware = async (ex: Exchange): Promise<boolean> => {
+    const { b, rec } = ex;
+    if (b.status !== undefined && b.status >= 400 && b.body === undefined) {
+      sendRaw(ex, b.status, Buffer.alloc(0), undefined);
+      return true;
+    }
+    if (opts.tokens !== undefined && rec.method !== 'OPTIONS' && guardedByTokenAuth(ex.path) && !(await opts.tokens(rec.tokenKey))) {
+      sendJson(ex, 401, { error: { code: '', message: `无效的令牌 (request id: ${ex.requestId})`, type: 'new_api_error' } });
+      return true;
+    }
+    // TokenAuth refuses a channel asked for by a token not an administrator's, before the distributor reads anything.
+    if (rec.channel !== null && rec.method !== 'OPTIONS' && runsTokenAuth(ex.path) && !adminKeys.has(rec.tokenKey)) {
+      ex.res.setHeader('specific_channel_version', SPECIFIC_CHANNEL_VERSION);
+      sendJson(ex, 403, newApiErrorBody(ex, CHANNEL_FORBIDDEN));
+      return true;
+    }
+    return false;
+  };
+
+  const answerUpgrade = async (ex: Exchange, upgrade: { socket: Duplex; head: Buffer }): Promise<void> => {
+    if (ex.b.delayMs !== undefined && ex.b.delayMs > 0) await sleepUnlessClosed(ex, ex.b.delayMs);
+    if (ex.closed) return;
+    log(`upgrade ${ex.rec.url}`);
+    if (await refusedByMiddleware(ex)) return;
+    if (ex.dist.kind === 'error') {
+      sendJson(ex, ex.dist.status, newApiErrorBody(ex, ex.dist.message));
+      return;
+    }
+    ex.res.detachSocket(upgrade.socket as Socket);
+    webSockets.handleUpgrade(ex.req, upgrade.socket, upgrade.head, (ws) => realtime(ex, ws));
+  };
 
   const answer = async (ex: Exchange): Promise<void> => {
     const { b, rec } = ex;
@@ -305,27 +400,14 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
       sendRaw(ex, b.status ?? 200, bytes, looksLikeJson(bytes) ? JSON_TYPE : 'application/octet-stream');
       return;
     }
-    if (b.status !== undefined && b.status >= 400) {
-      sendRaw(ex, b.status, Buffer.alloc(0), undefined);
-      return;
-    }
-    if (opts.tokens !== undefined && rec.method !== 'OPTIONS' && guardedByTokenAuth(ex.path) && !(await opts.tokens(rec.tokenKey))) {
-      sendJson(ex, 401, { error: { code: '', message: `无效的令牌 (request id: ${ex.requestId})`, type: 'new_api_error' } });
-      return;
-    }
-
-    // TokenAuth refuses a channel asked for by a token not an administrator's, before the distributor reads anything.
-    if (rec.channel !== null && rec.method !== 'OPTIONS' && runsTokenAuth(ex.path) && !adminKeys.has(rec.tokenKey)) {
-      ex.res.setHeader('specific_channel_version', SPECIFIC_CHANNEL_VERSION);
-      sendJson(ex, 403, newApiErrorBody(ex, CHANNEL_FORBIDDEN));
-      return;
-    }
+    if (await refusedByMiddleware(ex)) return;
     const ans = defaultAnswer(ex, b.sseEvents ?? DEFAULT_SSE_EVENTS);
     if (ans.kind === 'json') {
       sendJson(ex, b.status ?? ans.status, ans.body);
       return;
     }
     if (ans.kind === 'raw') {
+      for (const [name, value] of Object.entries(ans.headers ?? {})) ex.res.setHeader(name, value);
       sendRaw(ex, b.status ?? ans.status, ans.body, ans.contentType);
       return;
     }
@@ -338,6 +420,9 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
     requests,
     get started() {
       return started;
+    },
+    get webSockets() {
+      return sessions.size;
     },
     behave(match, b) {
       behaviours.push({ match, b });
@@ -374,6 +459,7 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
     close() {
       return new Promise<void>((resolve) => {
         server.close(() => resolve());
+        for (const ws of sessions) ws.terminate();
         for (const s of sockets) s.destroy();
         server.closeAllConnections();
       });
@@ -393,6 +479,12 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
   standin.url = `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}`;
   log(`listening on ${standin.url}`);
   return standin;
+}
+
+/** The path of a request target, without its query. */
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
 }
 
 /** Node's zstd decoder where it has one (Node 22.15 and later), which Node 20's types do not describe. */
@@ -608,6 +700,9 @@ function defaultAnswer(ex: Exchange, n: number): Answer {
     const m = MODEL_PATH.exec(path);
     if (m) return { kind: 'json', status: 200, body: retrieveModel(STANDIN_MODELS, m[1] ?? '', rec.headers) };
     if (path === '/v1beta/models') return { kind: 'json', status: 200, body: listGeminiModels(STANDIN_MODELS) };
+    // The realtime handler's upgrader, on a request that asks for no switch (gorilla's returnError).
+    if (path === '/v1/realtime')
+      return { kind: 'raw', status: 400, body: Buffer.from('Bad Request\n'), contentType: 'text/plain; charset=utf-8', headers: { 'sec-websocket-version': '13' } };
     if (model !== undefined) return { kind: 'json', status: 200, body: { id: newId('standin-'), object: 'standin.result', model } };
     if (path === '/api/usage/token/') {
       return {

@@ -253,6 +253,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
       name: 'listeners',
       run: () => {
         publicServer.closeAllConnections();
+        forwarder.cutTunnels();
         adminServer.closeAllConnections();
         return Promise.all([stopListening(publicServer), stopListening(adminServer)]);
       },
@@ -291,7 +292,16 @@ export function createSluice(opts: SluiceOptions): Sluice {
     drain() {
       // Whatever asks first (the Pod's shutdown hook, SIGTERM) starts it; a later ask waits for the same one.
       draining = true;
-      drained ??= drain(publicServer, { seconds: config.drainSeconds, log, inflight: () => metrics.inflight, onCut: () => void (cutting = true) });
+      drained ??= drain(publicServer, {
+        seconds: config.drainSeconds,
+        log,
+        inflight: () => metrics.inflight,
+        onCut: () => {
+          cutting = true;
+          // Node's server closes no connection once switched to WebSocket: the forwarder holds those.
+          forwarder.cutTunnels();
+        },
+      });
       return drained;
     },
     async close() {

@@ -5,6 +5,7 @@
  * Nothing a client sends may throw past `handle`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { boundLogged, createAccessLog, loggedModel, redactPath, wantsAccessLine, type AccessRecord } from './log/access.js';
 import { REGISTRY_SOURCE, type Authenticator } from './auth/authenticator.js';
@@ -32,6 +33,7 @@ import { closedOnConnection, closesWithConnection, MAX_PIPELINED_REQUESTS, pipel
 import { planFor, routeOf, type RouteFamily } from './routing/routes.js';
 import { invalidTargetReason, parseTarget } from './routing/target.js';
 import { atTurnEnd } from './runtime/turn-batch.js';
+import { answerInProgress, responseOnSocket } from './http/upgrade.js';
 
 export interface GatewayDeps {
   clock: Clock;
@@ -64,6 +66,8 @@ interface Trace extends AccessRecord {
   closed?: boolean;
   /** What its body holds of the bodies' budget; released when the response closes, if not before. */
   lease: BodyLease | null;
+  /** A WebSocket upgrade (src/http/upgrade.ts): what its client sent after the request, for the relay once it switches. */
+  tunnelHead?: Buffer;
 }
 
 type Intercept = (upstream: IncomingMessage) => boolean;
@@ -164,6 +168,11 @@ export interface Gateway extends RequestHandler {
    * answer (already answered, or not a gateway request).
    */
   requestTimedOut(res: ServerResponse, seconds: number): boolean;
+  /**
+   * For the server's 'upgrade' event (a WebSocket upgrade, src/http/upgrade.ts): the same path on a
+   * response made on its socket; admitted, the connection is joined to the relay's once it switches.
+   */
+  upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void;
 }
 
 export function createGateway(d: GatewayDeps): Gateway {
@@ -291,7 +300,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     }
 
     // 3. Authenticate.
-    const presented = presentedKeys(req.headers, route, req.rawHeaders);
+    const presented = presentedKeys(req.headers, route, req.rawHeaders, t.tunnelHead !== undefined);
     // Failures count per address bucket, as the per-IP limits do: an IPv6 client's whole /64 is one
     // (and so does its share of the bodies' budget, below).
     const bucket = addressBucket(t.ip, p.config.ipv6Prefix);
@@ -411,6 +420,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       googKey: target.queryKey,
       clientIp: t.ip,
       bodyLength: body === null ? null : body.length,
+      webSocket: t.tunnelHead !== undefined,
     });
     req.url = target.forwardUrl;
     let intercept: Intercept | undefined;
@@ -437,6 +447,15 @@ export function createGateway(d: GatewayDeps): Gateway {
       extraHeaders,
       intercept,
       cors: t.cors ? CORS_NORMAL : undefined,
+      tunnelHead: t.tunnelHead,
+      // A WebSocket session open is a decided call: its line comes when it ends, whichever side ends it.
+      switched:
+        t.tunnelHead === undefined
+          ? undefined
+          : () => {
+              t.decision = 'admitted';
+              t.status = 101;
+            },
       done: (r: ForwardResult) => {
         t.upstreamMs = r.upstreamMs;
         if (r.upstreamMs !== null) metrics.observeRelay(t.family, r.upstreamMs / 1000);
@@ -486,7 +505,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     }
   }
 
-  function start(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void {
+  function start(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean, tunnelHead?: Buffer): void {
     if (pipelinedTooDeep(req.socket)) {
       // Said once per connection; its requests in progress are released as it closes.
       if (!req.socket.destroyed) {
@@ -506,6 +525,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       expectsContinue,
       lease: null,
     };
+    if (tunnelHead !== undefined) t.tunnelHead = tunnelHead;
     metrics.inflight++;
     traces.set(res, t);
     res.on('close', () => responseClosed(res, t));
@@ -525,6 +545,16 @@ export function createGateway(d: GatewayDeps): Gateway {
 
   const gateway = ((req, res) => start(req, res, false)) as Gateway;
   gateway.checkContinue = (req, res) => start(req, res, true);
+  gateway.upgrade = (req, socket, head) => {
+    // Sent behind a request still being answered on its connection (pipelining): the connection
+    // is that answer's, and no client does this. Closed, as a connection over its pipelining bound is.
+    if (answerInProgress(socket)) {
+      log.warn({ ip: socket.remoteAddress }, 'connection closed: a WebSocket upgrade came behind a request still being answered');
+      return void socket.destroy();
+    }
+    // A refused client gets as long to take its answer as it had to send its headers.
+    start(req, responseOnSocket(req, socket, d.policy().config.server.headersTimeoutSeconds * 1000), false, head);
+  };
   gateway.requestTimedOut = (res, seconds) => {
     const t = traces.get(res);
     if (t === undefined || t.logged || res.headersSent || res.destroyed) return false;

@@ -14,6 +14,14 @@ import type { HeaderReason } from './reasons.js';
  */
 export const KEY_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key'] as const;
 
+/**
+ * The field a WebSocket upgrade may carry its key in, as the entry `openai-insecure-api-key.<key>`
+ * (a browser's WebSocket can set no other field; OpenAI's browser client does this). Read on
+ * upgrades only (src/http/upgrade.ts); the log redacts it too.
+ */
+export const PROTOCOL_KEY_HEADER = 'sec-websocket-protocol';
+const PROTOCOL_KEY_ENTRY = 'openai-insecure-api-key';
+
 export interface CredentialRules {
   /** `x-api-key` counts (the messages protocol): `/v1/messages` and `/v1/models` and below. */
   xApiKey: boolean;
@@ -27,8 +35,13 @@ export interface CredentialRules {
  * holds no usable key yields an empty string, which can never authenticate:
  * a wrong key beside a valid one still fails. So does a repeated key header.
  */
-export function presentedKeys(headers: IncomingHttpHeaders, rules: CredentialRules, rawHeaders: readonly string[]): string[] {
+export function presentedKeys(headers: IncomingHttpHeaders, rules: CredentialRules, rawHeaders: readonly string[], webSocket = false): string[] {
   const out: string[] = [];
+  if (webSocket) {
+    const v = headers[PROTOCOL_KEY_HEADER];
+    // new-api ignores an empty one (Go's Header.Get), as Node gives it: trimmed.
+    if (v !== undefined && v !== '') out.push(occurrences(rawHeaders, PROTOCOL_KEY_HEADER) > 1 ? '' : protocolKey(v));
+  }
   const auth = headers.authorization;
   // Node keeps only the first of several Authorization lines (and the relay, Go, reads only the
   // first): a second one with a wrong key would go unseen, so a repeated one is ambiguous.
@@ -83,6 +96,34 @@ function occurrences(raw: readonly string[], name: string): number {
 function single(v: string | string[], raw: readonly string[], name: string): string {
   if (Array.isArray(v)) return '';
   return v.includes(',') && occurrences(raw, name) > 1 ? '' : v.trim();
+}
+
+/**
+ * The key an upgrade's `Sec-WebSocket-Protocol` carries, as new-api's TokenAuth reads it (which
+ * takes it over `Authorization`): the first entry starting `openai-insecure-api-key`, less
+ * `openai-insecure-api-key.`; with no such entry, the whole value (a list of protocols: no key).
+ */
+export function protocolKey(value: string): string {
+  for (const part of value.split(',')) {
+    const entry = part.trim();
+    if (entry.startsWith(PROTOCOL_KEY_ENTRY)) return entry.startsWith(`${PROTOCOL_KEY_ENTRY}.`) ? entry.slice(PROTOCOL_KEY_ENTRY.length + 1) : entry;
+  }
+  return value.trim();
+}
+
+/**
+ * `Sec-WebSocket-Protocol` as the relay must see it: the entry that carried the client's key (or
+ * the whole value, if that was the key) holding `key` instead, every other entry as sent.
+ */
+export function withProtocolKey(value: string, key: string): string {
+  const parts = value.split(',');
+  for (let i = 0; i < parts.length; i++) {
+    if (parts[i]!.trim().startsWith(PROTOCOL_KEY_ENTRY)) {
+      parts[i] = `${parts[i]!.match(/^\s*/)![0]}${PROTOCOL_KEY_ENTRY}.${key}`;
+      return parts.join(',');
+    }
+  }
+  return key;
 }
 
 /** `Bearer <token>`, scheme case-insensitive; anything else yields "". */

@@ -79,7 +79,7 @@ export const SETTINGS = Type.Object({
       headersTimeoutSeconds: int(0, DAY, 600, { description: "The relay's response headers must arrive this long after forwarding, else 504 (0: no bound)." }),
       idleTimeoutSeconds: int(0, DAY, 600, {
         description:
-          "Once the relay's answer is under way, this long with no byte from the relay and no room freed by the client cuts it: both connections are closed (outcome `answer_stalled`; 0: no bound). A reload's new bound applies to answers under way, but a bound set where there was none (0) only to answers that start after it.",
+          "Once the relay's answer is under way, this long with no byte from the relay and no room freed by the client cuts it: both connections are closed (outcome `answer_stalled`; 0: no bound). A WebSocket session is cut after this long with no byte either way. A reload's new bound applies to answers under way, but a bound set where there was none (0) only to answers that start after it.",
       }),
     },
     { description: 'The relay sluice fronts.' },

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { connectionNamesJudgedField, filterResponseHeaders, prepareRequestHeaders } from './headers.js';
 
-const prepared = (headers: IncomingHttpHeaders, key: string | null, extra: { googKey?: boolean } = {}): IncomingHttpHeaders => {
+const prepared = (headers: IncomingHttpHeaders, key: string | null, extra: { googKey?: boolean; webSocket?: boolean } = {}): IncomingHttpHeaders => {
   const h = { ...headers };
   prepareRequestHeaders(h, { key, clientIp: '203.0.113.9', bodyLength: null, ...extra });
   return h;
@@ -32,6 +32,34 @@ describe('prepareRequestHeaders: the key toward the relay', () => {
   it('adds x-goog-api-key for a removed ?key= that only chose the Gemini format', () => {
     expect(prepared({ authorization: 'Bearer sk-a' }, 'sk-a', { googKey: true })['x-goog-api-key']).toBe('sk-a');
     expect(prepared({ authorization: 'Bearer sk-a' }, 'sk-a')['x-goog-api-key']).toBeUndefined();
+  });
+
+  it('on a WebSocket upgrade, asks the relay to switch and keeps Sec-WebSocket-Protocol, its key entry holding the key the relay must see', () => {
+    const h = prepared(
+      {
+        authorization: 'Bearer sk-a',
+        connection: 'keep-alive, Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        'sec-websocket-version': '13',
+        'sec-websocket-protocol': 'realtime, openai-insecure-api-key.sk-a, openai-beta.realtime-v1',
+      },
+      'sk-relay',
+      { webSocket: true },
+    );
+    expect(h).toMatchObject({
+      authorization: 'Bearer sk-relay',
+      connection: 'Upgrade',
+      upgrade: 'websocket',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      'sec-websocket-version': '13',
+      'sec-websocket-protocol': 'realtime, openai-insecure-api-key.sk-relay, openai-beta.realtime-v1',
+    });
+    // The whole value was the key (new-api reads it so when no entry names one).
+    expect(prepared({ 'sec-websocket-protocol': 'sk-a', upgrade: 'websocket', connection: 'Upgrade' }, 'sk-relay', { webSocket: true })['sec-websocket-protocol']).toBe('sk-relay');
+    // Not an upgrade: the switch is never asked for.
+    const plain = prepared({ connection: 'Upgrade', upgrade: 'h2c', 'sec-websocket-protocol': 'realtime' }, 'sk-a');
+    expect([plain.connection, plain.upgrade, plain['sec-websocket-protocol']]).toEqual([undefined, undefined, undefined]);
   });
 
   it('drops the headers new-api would read another key from: Sec-WebSocket-Protocol, mj-api-secret', () => {

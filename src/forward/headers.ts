@@ -3,7 +3,7 @@
  * the rules are testable without sockets.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { KEY_HEADERS } from '../auth/credentials.js';
+import { KEY_HEADERS, PROTOCOL_KEY_HEADER, withProtocolKey } from '../auth/credentials.js';
 
 /** RFC 9110 §7.6.1 hop-by-hop fields, plus the proxy-* family and legacy ones. */
 const HOP_BY_HOP = new Set([
@@ -46,6 +46,7 @@ const JUDGED_FIELDS: ReadonlySet<string> = new Set([
   'transfer-encoding',
   'host',
   ...KEY_HEADERS,
+  PROTOCOL_KEY_HEADER,
   'origin',
   'access-control-request-method',
 ]);
@@ -72,6 +73,8 @@ export interface OutgoingAuth {
   clientIp: string;
   /** Length of the buffered body, or null when there is none. */
   bodyLength: number | null;
+  /** A WebSocket upgrade (src/http/upgrade.ts): `Upgrade` and `Connection: Upgrade` stay, to ask the relay for the switch. */
+  webSocket?: boolean;
 }
 
 /**
@@ -86,12 +89,14 @@ export interface OutgoingAuth {
  * key header the client sent is kept, holding the key the relay must see: the format is chosen as
  * without sluice, and whichever header the relay reads, it reads the key sluice authenticated, never
  * a second key the client put beside it. An empty one stays empty (the relay treats it as absent).
- * `Sec-WebSocket-Protocol` would also override the key (new-api reads
- * `openai-insecure-api-key.<key>` from it, or takes the whole value) and `mj-api-secret` stands in
- * for a missing one; sluice proxies no WebSocket, so both are dropped.
+ * `Sec-WebSocket-Protocol` overrides the key too (new-api reads `openai-insecure-api-key.<key>`
+ * from it, or takes the whole value): on a WebSocket upgrade it goes on holding the key the relay
+ * must see (src/auth/credentials.ts), elsewhere it is dropped. `mj-api-secret`, which stands in
+ * for a missing key, is dropped.
  */
 export function prepareRequestHeaders(headers: IncomingHttpHeaders, auth: OutgoingAuth): void {
   const declared = connectionTokens(headers.connection);
+  const upgrade = headers.upgrade;
   for (const name of Object.keys(headers)) {
     // Node lower-cases incoming field names.
     if (isHopByHop(name) || declared.has(name)) delete headers[name];
@@ -104,7 +109,15 @@ export function prepareRequestHeaders(headers: IncomingHttpHeaders, auth: Outgoi
     if (headers['x-api-key']) headers['x-api-key'] = key;
     if (headers['x-goog-api-key'] || auth.googKey) headers['x-goog-api-key'] = key;
   }
-  delete headers['sec-websocket-protocol'];
+  const protocol = headers[PROTOCOL_KEY_HEADER];
+  if (auth.webSocket && upgrade !== undefined) {
+    headers.connection = 'Upgrade';
+    headers.upgrade = upgrade;
+    // Empty, the relay ignores it, as sluice did.
+    if (protocol !== undefined && protocol !== '' && key !== null) headers[PROTOCOL_KEY_HEADER] = withProtocolKey(protocol, key);
+  } else {
+    delete headers[PROTOCOL_KEY_HEADER];
+  }
   delete headers['mj-api-secret'];
   // The relay trusts the left-most X-Forwarded-For value, so no client-chosen one may survive.
   delete headers['x-real-ip'];

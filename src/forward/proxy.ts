@@ -8,6 +8,7 @@
  */
 import type http from 'node:http';
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { Readable, type Duplex } from 'node:stream';
 import type { Url } from 'node:url';
 import httpProxy from 'http-proxy';
@@ -56,6 +57,13 @@ export interface ForwardJob {
   extraHeaders?: Readonly<Record<string, string>>;
   /** The relay's CORS fields, which sluice's own answers to this call carry (a cross-origin call). */
   cors?: Fields;
+  /**
+   * A WebSocket upgrade (src/http/upgrade.ts): the bytes its client sent after the request (Node's
+   * `head`). Should the relay switch, the two connections are joined (openTunnel).
+   */
+  tunnelHead?: Buffer;
+  /** The relay switched (101): the session is open, and `done` comes when it ends. */
+  switched?: () => void;
 }
 
 export interface ForwarderOptions extends UpstreamAgentOptions {
@@ -78,8 +86,10 @@ class ForwarderContext {
    * already in them.
    */
   readonly waiting = new ExchangeList<JobState>();
-  /** Exchanges whose answer is being passed on, watched for silences. */
+  /** Exchanges whose answer is being passed on, watched for silences (WebSocket sessions too). */
   readonly answering = new ExchangeList<JobState>();
+  /** WebSocket sessions open: Node's server neither counts nor closes a connection once switched. */
+  readonly tunnels = new Set<JobState>();
   headersTimeoutMs = 0;
   idleTimeoutMs = 0;
 
@@ -124,7 +134,9 @@ class ForwarderContext {
       if (now - s.movedAt >= limit) {
         const res = s.res;
         // Bytes wait for the client, or the relay's answer is all in: the client is not reading.
-        const reason = res.writableLength > 0 || s.up?.complete === true ? 'client_not_reading' : 'relay_silent';
+        // (A WebSocket session's silence is both sides': `relay_silent` says the client sent nothing either.)
+        const waiting = s.relaySocket !== null ? (res.socket?.writableLength ?? 0) > 0 : res.writableLength > 0 || s.up?.complete === true;
+        const reason = waiting ? 'client_not_reading' : 'relay_silent';
         s.finish('answer_stalled', s.status, s.upstreamMs, new Error(`no byte of the answer moved for ${limit / 1000} s`), reason);
         s.up?.destroy();
         res.destroy();
@@ -163,6 +175,11 @@ class JobState {
   lease: BodyLease | null = null;
   /** What sluice's own answer to it carries (ForwardJob.cors). */
   cors: Fields | undefined = undefined;
+  /** A WebSocket upgrade: what its client sent after the request (ForwardJob.tunnelHead); null once joined, or for any other exchange. */
+  tunnelHead: Buffer | null = null;
+  /** The relay's side of an open WebSocket session. */
+  relaySocket: Duplex | null = null;
+  switched: (() => void) | undefined = undefined;
 
   constructor(
     readonly req: IncomingMessage,
@@ -182,6 +199,12 @@ class JobState {
     // A relay that answered without reading the whole request body (and stopped reading) would
     // otherwise keep its connection, and the body's unsent bytes in its write queue, forever.
     if (this.proxyReq !== null && !this.proxyReq.writableFinished) this.proxyReq.destroy();
+    if (this.relaySocket !== null) {
+      this.ctx.tunnels.delete(this);
+      // A session ends for both sides at once: whichever closed, the other is closed too.
+      this.relaySocket.destroy();
+      this.res.destroy();
+    }
     if (this.streaming) this.ctx.openStreams!.dec();
     if (this.done === undefined) return;
     const r: ForwardResult = { outcome, status, upstreamMs };
@@ -214,6 +237,8 @@ function bodyStream(body: Buffer | null): Readable {
 function onClientClose(this: ServerResponse & Carrier): void {
   const state = this[JOB];
   if (!state || this.writableFinished) return;
+  // A WebSocket session ends when either side closes its connection: its end, not an abort.
+  if (state.relaySocket !== null) return state.finish('admitted', state.status, state.upstreamMs);
   state.proxyReq?.destroy();
   state.finish('client_aborted', state.status, state.upstreamMs);
 }
@@ -252,15 +277,86 @@ function onClientFinish(this: ServerResponse & Carrier): void {
 }
 
 /**
- * The relay switched protocols though sluice asked for no switch (it strips `Upgrade`): Node's
- * client then emits neither a response nor an error, only 'upgrade' to a listener (without one it
- * closes the socket in silence), and the client would wait out upstream.headersTimeoutSeconds.
- * Answered 502 at once instead, and the connection closed: what follows on it is no HTTP.
+ * The relay switched protocols. On a WebSocket upgrade the session begins (openTunnel). Anywhere
+ * else sluice asked for no switch (it strips `Upgrade`): Node's client then emits neither a
+ * response nor an error, only 'upgrade' to a listener (without one it closes the socket in
+ * silence), and the client would wait out upstream.headersTimeoutSeconds. Answered 502 at once
+ * instead, and the connection closed: what follows on it is no HTTP.
  */
-function onRelayUpgrade(this: ClientRequest & Carrier, _up: IncomingMessage, socket: Duplex): void {
-  socket.destroy();
+function onRelayUpgrade(this: ClientRequest & Carrier, up: IncomingMessage, socket: Duplex, head: Buffer): void {
   const state = this[JOB];
+  if (state?.tunnelHead != null && !state.finished) return openTunnel(state, up, socket, head);
+  socket.destroy();
   if (state) refuseSwitch(state);
+}
+
+/**
+ * Joins a WebSocket upgrade's client to the relay that switched: the relay's 101 passed on as it
+ * wrote it (`Connection` and `Upgrade` included: they are the switch), then bytes both ways,
+ * unchanged, with their backpressure, until either side closes (the exchange's end, `admitted`
+ * with status 101: its access line comes then). The session counts among the open streams, and
+ * its silences (both sides') are bounded by upstream.idleTimeoutSeconds.
+ */
+function openTunnel(state: JobState, up: IncomingMessage, relay: Duplex, relayHead: Buffer): void {
+  state.list?.remove(state);
+  const client = state.res.socket;
+  const clientHead = state.tunnelHead!;
+  state.tunnelHead = null;
+  if (client === null || client.destroyed) {
+    relay.destroy();
+    return state.finish('client_aborted', null, null);
+  }
+  state.status = 101;
+  state.upstreamMs = performance.now() - state.sentAt;
+  state.relaySocket = relay;
+  state.ctx.tunnels.add(state);
+  state.switched?.();
+  // Its 'close' ends the session; an error comes with one.
+  relay.on('error', ignoreError);
+  relay.on('close', onTunnelRelayClose);
+  (relay as Duplex & Carrier)[JOB] = state;
+  // The agent's idle bound stays on a socket it gave up: a session's silences are the sweep's.
+  (relay as Socket).setTimeout(0);
+  let lines = `HTTP/1.1 101 ${up.statusMessage || 'Switching Protocols'}\r\n`;
+  for (let i = 0; i < up.rawHeaders.length; i += 2) lines += `${up.rawHeaders[i]}: ${up.rawHeaders[i + 1]}\r\n`;
+  // sluice's own fields (a free call's RateLimit), where the relay sent none of the same name.
+  const extra = state.extraHeaders;
+  if (extra !== undefined) for (const name in extra) if (up.headers[name] === undefined) lines += `${name}: ${extra[name]}\r\n`;
+  client.write(`${lines}\r\n`, 'latin1');
+  if (relayHead.length > 0) client.write(relayHead);
+  if (clientHead.length > 0) relay.write(clientHead);
+  relay.on('data', onTunnelData);
+  client.on('data', onTunnelData);
+  (client as Duplex & Carrier)[JOB] = state;
+  relay.pipe(client);
+  client.pipe(relay);
+  if (state.ctx.openStreams !== undefined) {
+    state.streaming = true;
+    state.ctx.openStreams.inc();
+  }
+  if (state.ctx.idleTimeoutMs > 0) {
+    state.movedAt = performance.now();
+    state.ctx.answering.add(state);
+  }
+}
+
+function onTunnelData(this: Duplex & Carrier): void {
+  const state = this[JOB];
+  if (state) state.movedAt = performance.now();
+}
+
+function onTunnelRelayClose(this: Duplex & Carrier): void {
+  const state = this[JOB];
+  if (!state) return;
+  // The relay ended its side cleanly, and its last bytes (a closing frame) still go out to the
+  // client: the client's close ends the session (or, should it stop reading, the idle bound).
+  const client = state.res.socket;
+  if (this.readableEnded && client !== null && !client.destroyed && client.writableLength > 0) return;
+  state.finish('admitted', state.status, state.upstreamMs);
+}
+
+function ignoreError(): void {
+  // Its 'close' follows.
 }
 
 const SWITCHED = 'the relay answered 101 Switching Protocols to a request that asked for no protocol switch';
@@ -481,6 +577,8 @@ export class Forwarder {
     state.body = job.body;
     state.lease = job.lease ?? null;
     state.cors = job.cors;
+    state.tunnelHead = job.tunnelHead ?? null;
+    state.switched = job.switched;
     this.turn.add(state);
   }
 
@@ -534,7 +632,22 @@ export class Forwarder {
     }
   }
 
+  /** Open WebSocket sessions. */
+  get tunnels(): number {
+    return this.ctx.tunnels.size;
+  }
+
+  /**
+   * Closes every open WebSocket session (a drain's deadline): Node's server no longer holds their
+   * connections, so closing its connections leaves them open. Each ends as a client that left
+   * (`client_aborted`, which the drain's deadline makes `drain_deadline`).
+   */
+  cutTunnels(): void {
+    for (const state of [...this.ctx.tunnels]) state.finish('client_aborted', state.status, state.upstreamMs);
+  }
+
   close(): void {
+    this.cutTunnels();
     if (this.sweeper !== null) clearInterval(this.sweeper);
     this.sweeper = null;
     this.agent.destroy();

@@ -1,6 +1,6 @@
 /**
  * The public listener: Node's HTTP server with the timeouts of `server.*`, the connection cap,
- * every connection counted, `Expect: 100-continue` routed to the gateway, and what Node's parser
+ * every connection counted, `Expect: 100-continue` and WebSocket upgrades routed to the gateway, and what Node's parser
  * leaves to answer before there is a request (a malformed request, headers too large or too slow).
  */
 import http, { type Server } from 'node:http';
@@ -12,6 +12,7 @@ import { MAX_CONNECTIONS_CAP, type Config } from '../config/index.js';
 import type { Gateway } from '../gateway.js';
 import type { Metrics } from '../metrics/index.js';
 import { connectionCap } from './connections.js';
+import { isWebSocketUpgrade, upgradesSupported } from './upgrade.js';
 
 export interface PublicServerDeps {
   gateway: Gateway;
@@ -32,9 +33,12 @@ export function createPublicServer(d: PublicServerDeps): Server {
       noDelay: true,
       // Node checks these bounds on one interval over all connections (no timer per request): every second, so a bound is kept to within one.
       connectionsCheckingInterval: 1000,
+      // WebSocket upgrades go to the gateway's `upgrade`; any other Upgrade is an ordinary request.
+      ...(upgradesSupported ? { shouldUpgradeCallback: isWebSocketUpgrade } : {}),
     },
     gateway,
   );
+  if (upgradesSupported) server.on('upgrade', gateway.upgrade);
   // A stream may stay silent for minutes while a model reasons: no idle cut-off on the response side.
   server.timeout = 0;
   configurePublicServer(server, d.config(), d);

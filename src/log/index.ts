@@ -4,7 +4,7 @@
  */
 import type { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
-import { KEY_HEADERS } from '../auth/credentials.js';
+import { KEY_HEADERS, PROTOCOL_KEY_HEADER } from '../auth/credentials.js';
 import { CONFIG_REDACT_PATHS, REDACTED } from '../config/schema.js';
 import { TurnBatch } from '../runtime/turn-batch.js';
 
@@ -15,7 +15,14 @@ import { TurnBatch } from '../runtime/turn-batch.js';
  * secrets are named here as well, in case that ever changes. No access-line field is named here:
  * that line is built without pino's redaction (src/log/access.ts), and its test fails if one is.
  */
-const REDACT_PATHS = [...KEY_HEADERS.flatMap((name) => [`req.headers["${name}"]`, `headers["${name}"]`]), 'key', 'credential', 'adminToken', 'token', ...CONFIG_REDACT_PATHS];
+const REDACT_PATHS = [
+  ...[...KEY_HEADERS, PROTOCOL_KEY_HEADER].flatMap((name) => [`req.headers["${name}"]`, `headers["${name}"]`]),
+  'key',
+  'credential',
+  'adminToken',
+  'token',
+  ...CONFIG_REDACT_PATHS,
+];
 
 /**
  * Where lines go: stdout (or a file, for benchmarks), written asynchronously by SonicBoom so that a

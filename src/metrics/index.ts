@@ -159,7 +159,11 @@ export class Metrics {
     registers: [this.registry],
   });
   /** Counted by the forwarder as streams open and end. */
-  readonly openStreams = new Gauge({ name: 'sluice_open_streams', help: 'Event streams (text/event-stream responses) currently open', registers: [this.registry] });
+  readonly openStreams = new Gauge({
+    name: 'sluice_open_streams',
+    help: 'Event streams (text/event-stream responses) and WebSocket sessions currently open',
+    registers: [this.registry],
+  });
   readonly maxConnections = new Gauge({
     name: 'sluice_max_connections',
     help: 'Client connections the public listener accepts at most (server.maxConnections)',

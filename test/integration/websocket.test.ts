@@ -1,0 +1,250 @@
+/**
+ * WebSocket sessions through sluice (`GET /v1/realtime`), with the `ws` client on real sockets:
+ * bytes unchanged both ways, either side's end reaching the other, the relay's refusal of the
+ * switch passed on as an ordinary answer, the idle bound and the drain's deadline cutting a
+ * session, and what is not a WebSocket upgrade served as before. The SDK's own clients are in
+ * test/conformance/realtime.test.ts.
+ *
+ * Skipped on Node 20, whose HTTP server upgrades nothing sluice can choose (src/http/upgrade.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket, type RawData } from 'ws';
+import { upgradesSupported } from '../../src/http/upgrade.js';
+import { startHarness, useHarness, type Harness } from '../support/harness.js';
+import { request } from '../support/http.js';
+import { capturedLog } from '../support/log.js';
+import { lastRequest, metricReader } from '../support/helpers.js';
+import { eventually, sleep } from '../support/time.js';
+import { openRaw, rawConnections } from '../hostile/raw.js';
+
+const PAID = 'vend-flash';
+
+/** A session opened with `key` on `h`, resolved once the relay's `session.created` arrived; its frames as they come. */
+async function openSession(
+  h: Harness,
+  key: string,
+  path = `/v1/realtime?model=${PAID}`,
+): Promise<{ ws: WebSocket; frames: RawData[]; closed: Promise<{ code: number; reason: string }> }> {
+  const ws = new WebSocket(`${h.url.replace('http', 'ws')}${path}`, { headers: { authorization: `Bearer ${key}` } });
+  const frames: RawData[] = [];
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  ws.on('error', () => undefined);
+  ws.on('message', (data) => frames.push(data));
+  await eventually(() => frames.length > 0, { what: 'session.created' });
+  expect(JSON.parse(frames[0]!.toString())).toMatchObject({ type: 'session.created' });
+  return { ws, frames, closed };
+}
+
+describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
+  const log = capturedLog();
+  const h = useHarness({ store: 'redis', log: log.log });
+  let key = '';
+  const sessions: WebSocket[] = [];
+  const raw = rawConnections();
+  beforeAll(async () => {
+    key = (await h.createKey('ws')).key;
+  });
+  afterEach(() => {
+    for (const ws of sessions.splice(0)) ws.terminate();
+  });
+  const openStreams = metricReader(h, 'sluice_open_streams');
+
+  it('passes frames both ways unchanged: 1 MiB of binary echoed byte for byte, 200 text frames in order', async () => {
+    const s = await openSession(h, key);
+    const blob = randomBytes(1024 * 1024);
+    s.ws.send(blob, { binary: true });
+    for (let i = 0; i < 200; i++) s.ws.send(JSON.stringify({ type: 'n', i }));
+    await eventually(() => s.frames.length === 202, { what: 'every echo' });
+    expect(Buffer.compare(s.frames[1] as Buffer, blob)).toBe(0);
+    const echoed = s.frames.slice(2).map((f) => JSON.parse(JSON.parse(f.toString()).received as string).i as number);
+    expect(echoed).toEqual([...Array(200).keys()]);
+    expect(await openStreams()).toBe(1);
+    // The client's close is the session's end, not an abort.
+    log.clear();
+    s.ws.close();
+    await s.closed;
+    await eventually(() => expect(log.requests().map((l) => [l.path, l.decision, l.status])).toEqual([['/v1/realtime', 'admitted', 101]]));
+  });
+
+  it('the relay ending the session reaches the client with its close frame; logged once, admitted, status 101', async () => {
+    log.clear();
+    const s = await openSession(h, key);
+    s.ws.send(JSON.stringify({ type: 'standin.close' }));
+    expect(await s.closed).toEqual({ code: 1000, reason: 'done' });
+    await eventually(async () => expect(await openStreams()).toBe(0));
+    await eventually(() => expect(log.requests().map((l) => [l.path, l.decision, l.status])).toEqual([['/v1/realtime', 'admitted', 101]]));
+  });
+
+  it('a client that vanishes (no close frame) ends the relay session too', async () => {
+    const s = await openSession(h, key);
+    expect(h.relay.webSockets).toBe(1);
+    s.ws.terminate();
+    await eventually(() => h.relay.webSockets === 0, { what: 'the relay session to close' });
+    await eventually(async () => expect(await openStreams()).toBe(0));
+  });
+
+  it('a relay that refuses the switch: its answer passed on whole, framed, and the connection closed', async () => {
+    h.relay.behave((r) => r.url.startsWith('/v1/realtime'), { status: 503 });
+    const refused = await new Promise<{ status: number; body: string }>((resolve) => {
+      const ws = new WebSocket(`${h.url.replace('http', 'ws')}/v1/realtime?model=${PAID}`, { headers: { authorization: `Bearer ${key}` } });
+      ws.on('error', () => undefined);
+      ws.on('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+    });
+    expect(refused).toEqual({ status: 503, body: '' });
+    // An upgrade of a route the relay does not switch on: its ordinary answer, whole.
+    const list = await request(h.url, 'GET', '/v1/models', {
+      headers: {
+        authorization: `Bearer ${key}`,
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': randomBytes(16).toString('base64'),
+      },
+    });
+    expect(list.status).toBe(200);
+    expect(JSON.parse(list.text)).toMatchObject({ object: 'list' });
+    expect(list.headers.connection).toBe('close');
+  });
+
+  it("what is not a WebSocket upgrade is an ordinary request: curl's h2c upgrade of a POST reaches the relay with its body and without Upgrade", async () => {
+    const body = JSON.stringify({ model: PAID, messages: [{ role: 'user', content: 'hi' }] });
+    const r = await request(h.url, 'POST', '/v1/chat/completions', {
+      headers: { authorization: `Bearer ${key}`, connection: 'Upgrade, HTTP2-Settings', upgrade: 'h2c', 'http2-settings': 'AAMAAABkAAQCAAAAAAIAAAAA' },
+      body,
+    });
+    expect(r.status).toBe(200);
+    const seen = lastRequest(h.relay);
+    expect(seen.body.toString()).toBe(body);
+    expect(seen.headers.upgrade).toBeUndefined();
+    expect(seen.headers['http2-settings']).toBeUndefined();
+  });
+
+  it('an upgrade pipelined behind a request still being answered closes that connection; sluice serves on', async () => {
+    h.relay.behave((r) => r.url === '/v1/chat/completions', { delayMs: 500 });
+    const body = JSON.stringify({ model: PAID });
+    const c = await openRaw(
+      Number(new URL(h.url).port),
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+        `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
+    );
+    raw.push(c);
+    await c.waitFor(/(?!)/, 2_000);
+    expect(c.closed).toBe(true);
+    expect(c.text()).not.toContain('101 Switching');
+    const s = await openSession(h, key);
+    sessions.push(s.ws);
+  });
+
+  it('an unreachable relay: 502 on the upgrade, in the relay JSON shape', async () => {
+    const dead = await startHarness({ store: 'memory', env: { SLUICE_UPSTREAM_URL: 'http://127.0.0.1:1' } });
+    try {
+      const k = (await dead.createKey('ws-dead')).key;
+      const r = await request(dead.url, 'GET', `/v1/realtime?model=${PAID}`, {
+        headers: {
+          authorization: `Bearer ${k}`,
+          connection: 'Upgrade',
+          upgrade: 'websocket',
+          'sec-websocket-version': '13',
+          'sec-websocket-key': randomBytes(16).toString('base64'),
+        },
+      });
+      expect(r.status).toBe(502);
+      expect(JSON.parse(r.text)).toMatchObject({ error: { code: 'upstream_unreachable' } });
+    } finally {
+      await dead.close();
+    }
+  });
+});
+
+describe.skipIf(!upgradesSupported)('WebSocket sessions: bounds', () => {
+  it('a session silent both ways for upstream.idleTimeoutSeconds is cut: logged answer_stalled, reason relay_silent', async () => {
+    const log = capturedLog();
+    const h = await startHarness({ store: 'memory', log: log.log, file: { upstream: { idleTimeoutSeconds: 1 } } });
+    try {
+      const { key } = await h.createKey('ws-idle');
+      const s = await openSession(h, key);
+      const started = Date.now();
+      const closed = await s.closed;
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+      expect(closed.code).toBe(1006); // no close frame: the connection was cut
+      await eventually(() => h.relay.webSockets === 0);
+      await eventually(() => expect(log.requests().map((l) => [l.decision, l.reason, l.status])).toEqual([['answer_stalled', 'relay_silent', 101]]));
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('a session that keeps talking outlives the idle bound', async () => {
+    const h = await startHarness({ store: 'memory', file: { upstream: { idleTimeoutSeconds: 1 } } });
+    try {
+      const { key } = await h.createKey('ws-busy');
+      const s = await openSession(h, key);
+      for (let i = 0; i < 6; i++) {
+        await sleep(400);
+        s.ws.send('{"type":"ping"}');
+      }
+      expect(s.ws.readyState).toBe(WebSocket.OPEN);
+      s.ws.close();
+      await s.closed;
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('a drain leaves a session open until its deadline, then cuts it: logged drain_deadline', async () => {
+    const log = capturedLog();
+    const h = await startHarness({ store: 'memory', log: log.log, file: { drainSeconds: 1 } });
+    try {
+      const { key } = await h.createKey('ws-drain');
+      const s = await openSession(h, key);
+      const t0 = Date.now();
+      const drained = await h.sluice.drain();
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(950);
+      expect(Date.now() - t0).toBeLessThan(3_000);
+      expect(drained.forced).toBe(1);
+      expect((await s.closed).code).toBe(1006);
+      await eventually(() => h.relay.webSockets === 0);
+      await eventually(() => expect(log.requests().map((l) => [l.decision, l.status])).toEqual([['drain_deadline', 101]]));
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('a refused upgrade whose client neither reads on nor closes is closed after server.headersTimeoutSeconds', async () => {
+    const h = await startHarness({ store: 'memory', file: { server: { headersTimeoutSeconds: 1 } } });
+    const client = net.connect({ port: Number(new URL(h.url).port), host: '127.0.0.1', allowHalfOpen: true });
+    try {
+      let answer = '';
+      client.on('data', (b: Buffer) => (answer += b.toString('latin1')));
+      client.on('error', () => undefined);
+      client.write(
+        `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong-key-0123456789\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
+      );
+      await eventually(() => answer.startsWith('HTTP/1.1 401 '), { what: 'the 401' });
+      const connections = metricReader(h, 'sluice_open_connections');
+      expect(await connections()).toBe(1);
+      // The client keeps its side open: sluice lets go of it all the same.
+      await eventually(async () => expect(await connections()).toBe(0), { timeoutMs: 4_000 });
+    } finally {
+      client.destroy();
+      await h.close();
+    }
+  });
+
+  it('closing sluice without a drain closes its sessions at once', async () => {
+    const h = await startHarness({ store: 'memory' });
+    const { key } = await h.createKey('ws-close');
+    const s = await openSession(h, key);
+    const t0 = Date.now();
+    await h.sluice.close();
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    expect((await s.closed).code).toBe(1006);
+    await h.relay.close();
+  });
+});
