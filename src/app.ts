@@ -244,6 +244,12 @@ export function createSluice(opts: SluiceOptions): Sluice {
       })
     : null;
 
+  /** Node's server closes no connection it handed over as an upgrade: sessions and upgrades not switched yet are closed here. */
+  const cutWebSockets = (): void => {
+    forwarder.cutTunnels();
+    gateway.cutUpgrades();
+  };
+
   // How sluice stops, in order.
   const closeSteps: CloseStep[] = [
     { name: 'config watcher', run: () => watcher?.stop() },
@@ -252,8 +258,10 @@ export function createSluice(opts: SluiceOptions): Sluice {
     {
       name: 'listeners',
       run: () => {
+        // What is still open now is cut by sluice (drain_deadline), not left by its client.
+        cutting = true;
         publicServer.closeAllConnections();
-        forwarder.cutTunnels();
+        cutWebSockets();
         adminServer.closeAllConnections();
         return Promise.all([stopListening(publicServer), stopListening(adminServer)]);
       },
@@ -298,8 +306,7 @@ export function createSluice(opts: SluiceOptions): Sluice {
         inflight: () => metrics.inflight,
         onCut: () => {
           cutting = true;
-          // Node's server closes no connection once switched to WebSocket: the forwarder holds those.
-          forwarder.cutTunnels();
+          cutWebSockets();
         },
       });
       return drained;

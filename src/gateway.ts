@@ -29,11 +29,11 @@ import { modelPrepass, requestedModel, type ModelPrepass } from './model/index.j
 import type { Outcome } from './answers/outcome.js';
 import type { Policy } from './limits/policy.js';
 import { newRequestId } from './http/request-id.js';
-import { closedOnConnection, closesWithConnection, MAX_PIPELINED_REQUESTS, pipelinedTooDeep, relayTurn } from './http/pipelining.js';
+import { answerOnConnection, closedOnConnection, closesWithConnection, MAX_PIPELINED_REQUESTS, pipelinedTooDeep, relayTurn } from './http/pipelining.js';
 import { planFor, routeOf, type RouteFamily } from './routing/routes.js';
 import { invalidTargetReason, parseTarget } from './routing/target.js';
 import { atTurnEnd } from './runtime/turn-batch.js';
-import { answerInProgress, responseOnSocket } from './http/upgrade.js';
+import { UpgradeResponse } from './http/upgrade.js';
 
 export interface GatewayDeps {
   clock: Clock;
@@ -66,8 +66,8 @@ interface Trace extends AccessRecord {
   closed?: boolean;
   /** What its body holds of the bodies' budget; released when the response closes, if not before. */
   lease: BodyLease | null;
-  /** A WebSocket upgrade (src/http/upgrade.ts): what its client sent after the request, for the relay once it switches. */
-  tunnelHead?: Buffer;
+  /** A WebSocket upgrade (src/http/upgrade.ts), answered on an UpgradeResponse until the relay switches. */
+  webSocket: boolean;
 }
 
 type Intercept = (upstream: IncomingMessage) => boolean;
@@ -173,6 +173,12 @@ export interface Gateway extends RequestHandler {
    * response made on its socket; admitted, the connection is joined to the relay's once it switches.
    */
   upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void;
+  /**
+   * Closes every WebSocket upgrade not switched yet (a drain's deadline, closing): Node's server no
+   * longer holds their connections. Each ends as a client that left (`client_aborted`, which a
+   * drain's deadline makes `drain_deadline`). Switched sessions are the forwarder's (cutTunnels).
+   */
+  cutUpgrades(): void;
 }
 
 export function createGateway(d: GatewayDeps): Gateway {
@@ -182,6 +188,8 @@ export function createGateway(d: GatewayDeps): Gateway {
   const traces = new WeakMap<ServerResponse, Trace>();
   /** Paths of unrouted POSTs the relay answered, said once each. */
   const unroutedSaid = new Set<string>();
+  /** WebSocket upgrades not switched yet, or refused and not yet closed: cutUpgrades closes them. */
+  const upgrading = new Set<ServerResponse>();
 
   function decided(t: Trace): void {
     t.decidedMs = performance.now() - t.start;
@@ -300,7 +308,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     }
 
     // 3. Authenticate.
-    const presented = presentedKeys(req.headers, route, req.rawHeaders, t.tunnelHead !== undefined);
+    const presented = presentedKeys(req.headers, route, req.rawHeaders, t.webSocket);
     // Failures count per address bucket, as the per-IP limits do: an IPv6 client's whole /64 is one
     // (and so does its share of the bodies' budget, below).
     const bucket = addressBucket(t.ip, p.config.ipv6Prefix);
@@ -420,7 +428,7 @@ export function createGateway(d: GatewayDeps): Gateway {
       googKey: target.queryKey,
       clientIp: t.ip,
       bodyLength: body === null ? null : body.length,
-      webSocket: t.tunnelHead !== undefined,
+      webSocket: t.webSocket,
     });
     req.url = target.forwardUrl;
     let intercept: Intercept | undefined;
@@ -447,15 +455,14 @@ export function createGateway(d: GatewayDeps): Gateway {
       extraHeaders,
       intercept,
       cors: t.cors ? CORS_NORMAL : undefined,
-      tunnelHead: t.tunnelHead,
       // A WebSocket session open is a decided call: its line comes when it ends, whichever side ends it.
-      switched:
-        t.tunnelHead === undefined
-          ? undefined
-          : () => {
-              t.decision = 'admitted';
-              t.status = 101;
-            },
+      switched: t.webSocket
+        ? () => {
+            t.decision = 'admitted';
+            t.status = 101;
+            upgrading.delete(res);
+          }
+        : undefined,
       done: (r: ForwardResult) => {
         t.upstreamMs = r.upstreamMs;
         if (r.upstreamMs !== null) metrics.observeRelay(t.family, r.upstreamMs / 1000);
@@ -505,7 +512,7 @@ export function createGateway(d: GatewayDeps): Gateway {
     }
   }
 
-  function start(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean, tunnelHead?: Buffer): void {
+  function start(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void {
     if (pipelinedTooDeep(req.socket)) {
       // Said once per connection; its requests in progress are released as it closes.
       if (!req.socket.destroyed) {
@@ -524,8 +531,8 @@ export function createGateway(d: GatewayDeps): Gateway {
       ip: '',
       expectsContinue,
       lease: null,
+      webSocket: res instanceof UpgradeResponse,
     };
-    if (tunnelHead !== undefined) t.tunnelHead = tunnelHead;
     metrics.inflight++;
     traces.set(res, t);
     res.on('close', () => responseClosed(res, t));
@@ -548,12 +555,19 @@ export function createGateway(d: GatewayDeps): Gateway {
   gateway.upgrade = (req, socket, head) => {
     // Sent behind a request still being answered on its connection (pipelining): the connection
     // is that answer's, and no client does this. Closed, as a connection over its pipelining bound is.
-    if (answerInProgress(socket)) {
+    if (answerOnConnection(socket) !== null) {
+      metrics.pipeliningClosed.inc();
       log.warn({ ip: socket.remoteAddress }, 'connection closed: a WebSocket upgrade came behind a request still being answered');
       return void socket.destroy();
     }
     // A refused client gets as long to take its answer as it had to send its headers.
-    start(req, responseOnSocket(req, socket, d.policy().config.server.headersTimeoutSeconds * 1000), false, head);
+    const res = new UpgradeResponse(req, socket, head, d.policy().config.server.headersTimeoutSeconds * 1000);
+    upgrading.add(res);
+    res.on('close', () => upgrading.delete(res));
+    start(req, res, false);
+  };
+  gateway.cutUpgrades = () => {
+    for (const res of upgrading) res.destroy();
   };
   gateway.requestTimedOut = (res, seconds) => {
     const t = traces.get(res);

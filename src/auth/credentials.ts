@@ -40,7 +40,10 @@ export function presentedKeys(headers: IncomingHttpHeaders, rules: CredentialRul
   if (webSocket) {
     const v = headers[PROTOCOL_KEY_HEADER];
     // new-api ignores an empty one (Go's Header.Get), as Node gives it: trimmed.
-    if (v !== undefined && v !== '') out.push(occurrences(rawHeaders, PROTOCOL_KEY_HEADER) > 1 ? '' : protocolKey(v));
+    if (v !== undefined && v !== '') {
+      const key = occurrences(rawHeaders, PROTOCOL_KEY_HEADER) > 1 ? '' : protocolKey(v);
+      if (key !== null) out.push(key);
+    }
   }
   const auth = headers.authorization;
   // Node keeps only the first of several Authorization lines (and the relay, Go, reads only the
@@ -98,32 +101,54 @@ function single(v: string | string[], raw: readonly string[], name: string): str
   return v.includes(',') && occurrences(raw, name) > 1 ? '' : v.trim();
 }
 
-/**
- * The key an upgrade's `Sec-WebSocket-Protocol` carries, as new-api's TokenAuth reads it (which
- * takes it over `Authorization`): the first entry starting `openai-insecure-api-key`, less
- * `openai-insecure-api-key.`; with no such entry, the whole value (a list of protocols: no key).
- */
-export function protocolKey(value: string): string {
-  for (const part of value.split(',')) {
-    const entry = part.trim();
-    if (entry.startsWith(PROTOCOL_KEY_ENTRY)) return entry.startsWith(`${PROTOCOL_KEY_ENTRY}.`) ? entry.slice(PROTOCOL_KEY_ENTRY.length + 1) : entry;
-  }
-  return value.trim();
+/** RFC 6455: `Sec-WebSocket-Protocol` is a list of tokens (RFC 9110's), split by commas with optional spaces and tabs. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const OWS = /^[ \t]+|[ \t]+$/g;
+
+/** The list's entries, without their spaces and tabs; null if one is no token (or empty). */
+function protocolEntries(value: string): string[] | null {
+  const entries = value.split(',').map((entry) => entry.replace(OWS, ''));
+  return entries.every((entry) => TOKEN.test(entry)) ? entries : null;
 }
 
 /**
- * `Sec-WebSocket-Protocol` as the relay must see it: the entry that carried the client's key (or
- * the whole value, if that was the key) holding `key` instead, every other entry as sent.
+ * The key an upgrade's `Sec-WebSocket-Protocol` carries: the one entry `openai-insecure-api-key.<key>`;
+ * null when no entry names a key. "" (no key, refused) for a value that is no list of tokens,
+ * for two entries naming keys, and for an entry naming one badly (`openai-insecure-api-key.` alone,
+ * or without its dot). Go trims other characters than JavaScript does (a no-break space, in UTF-8
+ * or alone): anything but tokens could have the relay read another entry than sluice.
  */
-export function withProtocolKey(value: string, key: string): string {
-  const parts = value.split(',');
-  for (let i = 0; i < parts.length; i++) {
-    if (parts[i]!.trim().startsWith(PROTOCOL_KEY_ENTRY)) {
-      parts[i] = `${parts[i]!.match(/^\s*/)![0]}${PROTOCOL_KEY_ENTRY}.${key}`;
-      return parts.join(',');
-    }
+export function protocolKey(value: string): string | null {
+  const entries = protocolEntries(value);
+  if (entries === null) return '';
+  let key: string | null = null;
+  for (const entry of entries) {
+    if (!entry.startsWith(PROTOCOL_KEY_ENTRY)) continue;
+    if (key !== null) return '';
+    key = entry.startsWith(`${PROTOCOL_KEY_ENTRY}.`) ? entry.slice(PROTOCOL_KEY_ENTRY.length + 1) : '';
   }
   return key;
+}
+
+/**
+ * `Sec-WebSocket-Protocol` as the relay must see it: the client's entries (`realtime`, ...) as
+ * sent, and one `openai-insecure-api-key.<key>` entry with `key`, where the client's was or last.
+ * new-api's TokenAuth reads the key from it over `Authorization` (older releases read the whole
+ * value as the key when no entry names one): either way it reads `key`. Its upgrader agrees only
+ * on `realtime`, so the entry is never echoed to the client. For a value protocolKey accepted.
+ */
+export function withProtocolKey(value: string, key: string): string {
+  const out: string[] = [];
+  let placed = false;
+  for (const entry of protocolEntries(value) ?? []) {
+    if (!entry.startsWith(PROTOCOL_KEY_ENTRY)) out.push(entry);
+    else if (!placed) {
+      out.push(`${PROTOCOL_KEY_ENTRY}.${key}`);
+      placed = true;
+    }
+  }
+  if (!placed) out.push(`${PROTOCOL_KEY_ENTRY}.${key}`);
+  return out.join(', ');
 }
 
 /** `Bearer <token>`, scheme case-insensitive; anything else yields "". */

@@ -55,8 +55,10 @@ describe('prepareRequestHeaders: the key toward the relay', () => {
       'sec-websocket-version': '13',
       'sec-websocket-protocol': 'realtime, openai-insecure-api-key.sk-relay, openai-beta.realtime-v1',
     });
-    // The whole value was the key (new-api reads it so when no entry names one).
-    expect(prepared({ 'sec-websocket-protocol': 'sk-a', upgrade: 'websocket', connection: 'Upgrade' }, 'sk-relay', { webSocket: true })['sec-websocket-protocol']).toBe('sk-relay');
+    // No entry named a key: one is added (an older new-api reads the whole value as the key when none does).
+    expect(prepared({ 'sec-websocket-protocol': 'realtime', upgrade: 'websocket', connection: 'Upgrade' }, 'sk-relay', { webSocket: true })['sec-websocket-protocol']).toBe(
+      'realtime, openai-insecure-api-key.sk-relay',
+    );
     // Not an upgrade: the switch is never asked for.
     const plain = prepared({ connection: 'Upgrade', upgrade: 'h2c', 'sec-websocket-protocol': 'realtime' }, 'sk-a');
     expect([plain.connection, plain.upgrade, plain['sec-websocket-protocol']]).toEqual([undefined, undefined, undefined]);

@@ -20,6 +20,7 @@ import { Refusals, sendRefusal, type Fields } from '../answers/refusals.js';
 import type { Outcome } from '../answers/outcome.js';
 import { filterResponseHeaders } from './headers.js';
 import { ExchangeList } from './exchange-list.js';
+import { UpgradeResponse } from '../http/upgrade.js';
 
 /** How a forwarded exchange ended, in the request path's own vocabulary (src/answers/outcome.ts says what each means). */
 export type ForwardOutcome = Extract<Outcome, 'admitted' | 'client_aborted' | 'upstream_aborted' | 'answer_stalled' | 'upstream_error' | 'upstream_timeout' | 'out_of_sockets'>;
@@ -58,11 +59,9 @@ export interface ForwardJob {
   /** The relay's CORS fields, which sluice's own answers to this call carry (a cross-origin call). */
   cors?: Fields;
   /**
-   * A WebSocket upgrade (src/http/upgrade.ts): the bytes its client sent after the request (Node's
-   * `head`). Should the relay switch, the two connections are joined (openTunnel).
+   * A WebSocket upgrade (its `res` an UpgradeResponse, src/http/upgrade.ts) whose relay switched:
+   * the session is open (openTunnel), and `done` comes when it ends.
    */
-  tunnelHead?: Buffer;
-  /** The relay switched (101): the session is open, and `done` comes when it ends. */
   switched?: () => void;
 }
 
@@ -90,6 +89,8 @@ class ForwarderContext {
   readonly answering = new ExchangeList<JobState>();
   /** WebSocket sessions open: Node's server neither counts nor closes a connection once switched. */
   readonly tunnels = new Set<JobState>();
+  /** Sessions were cut (a drain's deadline, closing): a relay that switches from now on is refused. */
+  cut = false;
   headersTimeoutMs = 0;
   idleTimeoutMs = 0;
 
@@ -175,8 +176,6 @@ class JobState {
   lease: BodyLease | null = null;
   /** What sluice's own answer to it carries (ForwardJob.cors). */
   cors: Fields | undefined = undefined;
-  /** A WebSocket upgrade: what its client sent after the request (ForwardJob.tunnelHead); null once joined, or for any other exchange. */
-  tunnelHead: Buffer | null = null;
   /** The relay's side of an open WebSocket session. */
   relaySocket: Duplex | null = null;
   switched: (() => void) | undefined = undefined;
@@ -285,7 +284,7 @@ function onClientFinish(this: ServerResponse & Carrier): void {
  */
 function onRelayUpgrade(this: ClientRequest & Carrier, up: IncomingMessage, socket: Duplex, head: Buffer): void {
   const state = this[JOB];
-  if (state?.tunnelHead != null && !state.finished) return openTunnel(state, up, socket, head);
+  if (state !== undefined && !state.finished && state.res instanceof UpgradeResponse && !state.ctx.cut) return openTunnel(state, state.res, up, socket, head);
   socket.destroy();
   if (state) refuseSwitch(state);
 }
@@ -297,11 +296,10 @@ function onRelayUpgrade(this: ClientRequest & Carrier, up: IncomingMessage, sock
  * with status 101: its access line comes then). The session counts among the open streams, and
  * its silences (both sides') are bounded by upstream.idleTimeoutSeconds.
  */
-function openTunnel(state: JobState, up: IncomingMessage, relay: Duplex, relayHead: Buffer): void {
+function openTunnel(state: JobState, res: UpgradeResponse, up: IncomingMessage, relay: Duplex, relayHead: Buffer): void {
   state.list?.remove(state);
-  const client = state.res.socket;
-  const clientHead = state.tunnelHead!;
-  state.tunnelHead = null;
+  const client = res.socket;
+  const clientHead = res.takeEarlyBytes();
   if (client === null || client.destroyed) {
     relay.destroy();
     return state.finish('client_aborted', null, null);
@@ -320,8 +318,10 @@ function openTunnel(state: JobState, up: IncomingMessage, relay: Duplex, relayHe
   let lines = `HTTP/1.1 101 ${up.statusMessage || 'Switching Protocols'}\r\n`;
   for (let i = 0; i < up.rawHeaders.length; i += 2) lines += `${up.rawHeaders[i]}: ${up.rawHeaders[i + 1]}\r\n`;
   // sluice's own fields (a free call's RateLimit), where the relay sent none of the same name.
-  const extra = state.extraHeaders;
-  if (extra !== undefined) for (const name in extra) if (up.headers[name] === undefined) lines += `${name}: ${extra[name]}\r\n`;
+  const extra = state.extraHeaders ?? {};
+  for (const name in extra) {
+    if (up.headers[name] === undefined) lines += `${name}: ${extra[name]}\r\n`;
+  }
   client.write(`${lines}\r\n`, 'latin1');
   if (relayHead.length > 0) client.write(relayHead);
   if (clientHead.length > 0) relay.write(clientHead);
@@ -347,11 +347,15 @@ function onTunnelData(this: Duplex & Carrier): void {
 
 function onTunnelRelayClose(this: Duplex & Carrier): void {
   const state = this[JOB];
-  if (!state) return;
-  // The relay ended its side cleanly, and its last bytes (a closing frame) still go out to the
-  // client: the client's close ends the session (or, should it stop reading, the idle bound).
-  const client = state.res.socket;
-  if (this.readableEnded && client !== null && !client.destroyed && client.writableLength > 0) return;
+  if (!state || state.finished) return;
+  // The relay ended its side cleanly (the pipe ends the client's): the client's close ends the
+  // session, so that its last bytes (a closing frame) reach it whole. Closed at once, with the
+  // client's own closing frame unread, the connection would be reset instead.
+  if (this.readableEnded) {
+    // What the client still sends has nowhere to go: read and dropped until it closes.
+    state.res.socket?.unpipe(this);
+    return (state.res as UpgradeResponse).endGently();
+  }
   state.finish('admitted', state.status, state.upstreamMs);
 }
 
@@ -495,7 +499,8 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
 
 function onProxyError(err: Error, req: IncomingMessage): void {
   const state = (req as WithJob)[JOB];
-  if (!state || state.finished) return;
+  // An open WebSocket session ends by its sockets' 'close' alone: nothing HTTP goes onto it.
+  if (!state || state.finished || state.relaySocket !== null) return;
   const res = state.res;
   if (res.headersSent) {
     res.destroy();
@@ -577,7 +582,6 @@ export class Forwarder {
     state.body = job.body;
     state.lease = job.lease ?? null;
     state.cors = job.cors;
-    state.tunnelHead = job.tunnelHead ?? null;
     state.switched = job.switched;
     this.turn.add(state);
   }
@@ -643,6 +647,7 @@ export class Forwarder {
    * (`client_aborted`, which the drain's deadline makes `drain_deadline`).
    */
   cutTunnels(): void {
+    this.ctx.cut = true;
     for (const state of [...this.ctx.tunnels]) state.finish('client_aborted', state.status, state.upstreamMs);
   }
 

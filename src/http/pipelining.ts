@@ -6,6 +6,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 
 /**
  * The responses of each connection not closed yet. Node answers a connection's requests in order,
@@ -45,6 +46,14 @@ export function closesWithConnection(socket: Socket, res: ServerResponse): void 
     });
   }
   open.add(res);
+}
+
+/**
+ * The answer Node's server is writing on a connection, if any (it keeps it on the socket): a
+ * request still arriving when the connection fails, or one an upgrade came behind.
+ */
+export function answerOnConnection(socket: Duplex): ServerResponse | null {
+  return (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? null;
 }
 
 /** `res` closed: no longer in progress on its connection. */

@@ -12,6 +12,7 @@ import { MAX_CONNECTIONS_CAP, type Config } from '../config/index.js';
 import type { Gateway } from '../gateway.js';
 import type { Metrics } from '../metrics/index.js';
 import { connectionCap } from './connections.js';
+import { answerOnConnection } from './pipelining.js';
 import { isWebSocketUpgrade, upgradesSupported } from './upgrade.js';
 
 export interface PublicServerDeps {
@@ -54,7 +55,7 @@ export function createPublicServer(d: PublicServerDeps): Server {
   server.on('checkContinue', gateway.checkContinue);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     // The response of a request still arriving (its body, mostly), if any.
-    const inFlight = (socket as Duplex & { _httpMessage?: http.ServerResponse | null })._httpMessage ?? null;
+    const inFlight = answerOnConnection(socket);
     let refusal: SocketRefusal;
     if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
       metrics.requestTimeouts.inc();

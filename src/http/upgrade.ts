@@ -21,38 +21,90 @@ export function isWebSocketUpgrade(req: IncomingMessage): boolean {
   return upgrade.split(',').some((token) => token.trim().toLowerCase() === 'websocket');
 }
 
-/** Whether this Node's HTTP server takes `shouldUpgradeCallback` (it keeps the option it knows). */
+/**
+ * Whether this Node's HTTP server takes `shouldUpgradeCallback`: a server keeps the options it
+ * knows, so one made with it tells (no release numbers to compare, whichever line backports it).
+ */
 export const upgradesSupported: boolean = (() => {
   const decide = (): boolean => false;
-  return (
-    (new Server({ shouldUpgradeCallback: decide } as ConstructorParameters<typeof Server>[0]) as Server & { shouldUpgradeCallback?: unknown }).shouldUpgradeCallback === decide
-  );
+  const server = new Server({ shouldUpgradeCallback: decide } as ConstructorParameters<typeof Server>[0]) as Server & { shouldUpgradeCallback?: unknown };
+  return server.shouldUpgradeCallback === decide;
 })();
 
 /**
- * A response on an upgrade's socket, for the gateway's answers before the switch. It closes the
- * connection once written (its request's connection has left Node's HTTP parsing: no request can
- * follow on it), and at the latest `lingerMs` later: Node's server no longer bounds this
- * connection, and a client that neither reads the answer nor closes would hold it for good.
+ * Bytes a client may send after its upgrade request, before the relay switched. RFC 6455 has it
+ * wait for the switch (none, from any real client); past this the connection is closed.
  */
-export function responseOnSocket(req: IncomingMessage, socket: Duplex, lingerMs: number): ServerResponse {
-  // Node's server took its own error listener off the socket: without one, an error would end the process.
-  socket.on('error', ignore);
-  const res = new ServerResponse(req);
-  res.shouldKeepAlive = false;
-  res.assignSocket(socket as Socket);
-  res.on('finish', () => {
+export const EARLY_BYTES_MAX = 64 * 1024;
+
+/**
+ * A response on an upgrade's socket, for the gateway's answers before the switch, and the
+ * connection until then. Node's server no longer watches this connection, and hands it over
+ * paused: it is read here, so that a client that leaves is seen at once (its 'close' closes the
+ * response, as on any request: the relay's request is aborted), and what a client sends early is
+ * kept for the relay (EARLY_BYTES_MAX). An answer closes the connection once written (no request
+ * can follow on it), and at the latest `lingerMs` later: a client that neither reads it nor closes
+ * would hold the connection for good.
+ */
+export class UpgradeResponse extends ServerResponse {
+  private early: Buffer[] = [];
+  private earlyBytes = 0;
+  private readonly lingerMs: number;
+
+  constructor(req: IncomingMessage, socket: Duplex, head: Buffer, lingerMs: number) {
+    super(req);
+    this.lingerMs = lingerMs;
+    this.shouldKeepAlive = false;
+    this.assignSocket(socket as Socket);
+    // Node's server took its own error listener off the socket: without one, an error would end the process.
+    socket.on('error', ignore);
+    if (head.length > 0) this.keep(head);
+    socket.on('data', this.onEarly);
+    // No WebSocket client half-closes: one that ends its side before the switch has left.
+    socket.on('end', this.onClientEnd);
+    this.on('finish', () => this.endGently());
+  }
+
+  private readonly onEarly = (chunk: Buffer): void => {
+    // After an answer, what still comes is read and dropped until the client closes.
+    if (!this.writableEnded) this.keep(chunk);
+  };
+
+  private readonly onClientEnd = (): void => {
+    if (!this.writableEnded) this.destroy();
+  };
+
+  private keep(chunk: Buffer): void {
+    this.earlyBytes += chunk.length;
+    if (this.earlyBytes > EARLY_BYTES_MAX) return void this.destroy();
+    this.early.push(chunk);
+  }
+
+  /** The relay switched: stops reading, and gives what the client sent meanwhile, for the relay. */
+  takeEarlyBytes(): Buffer {
+    const socket = this.socket;
+    socket?.off('data', this.onEarly);
+    socket?.off('end', this.onClientEnd);
+    socket?.pause();
+    const bytes = Buffer.concat(this.early);
+    this.early = [];
+    return bytes;
+  }
+
+  /**
+   * Ends the connection once what was written is out, and closes it `lingerMs` later whatever the
+   * client does (a timer, not the socket's idle bound: a client that keeps sending would keep that
+   * from ever firing).
+   */
+  endGently(): void {
+    const socket = this.socket;
+    if (socket === null || socket.destroyed) return;
     socket.end();
-    (socket as Socket).setTimeout(lingerMs, () => socket.destroy());
-  });
-  return res;
+    const timer = setTimeout(() => socket.destroy(), this.lingerMs).unref();
+    socket.once('close', () => clearTimeout(timer));
+  }
 }
 
 function ignore(): void {
   // The socket's 'close' follows: the response closes with it.
-}
-
-/** The answer in progress on a connection (Node's server keeps it on the socket), if any. */
-export function answerInProgress(socket: Duplex): boolean {
-  return ((socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? null) !== null;
 }

@@ -111,7 +111,7 @@ describe.skipIf(!upgradesSupported)('openai SDK realtime through sluice', () => 
     await events.next('session.created');
     expect(rt.socket.protocol).toBe('realtime');
     const r = lastRequest(h.relay);
-    expect(r.headers['sec-websocket-protocol']).toBe(`realtime,openai-insecure-api-key.sk-${keyBody(other)}`);
+    expect(r.headers['sec-websocket-protocol']).toBe(`realtime, openai-insecure-api-key.sk-${keyBody(other)}`);
     expect(r.key).toBe(`sk-${keyBody(other)}`);
     rt.send({ type: 'input_audio_buffer.clear' });
     expect(await events.next('standin.echo')).toMatchObject({ received: JSON.stringify({ type: 'input_audio_buffer.clear' }) });

@@ -112,6 +112,55 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
     expect(list.headers.connection).toBe('close');
   });
 
+  it('a key in Sec-WebSocket-Protocol the relay could read otherwise than sluice (a no-break space Go trims, two keys) is refused; the relay sees nothing', async () => {
+    const other = (await h.createKey('ws-other')).key;
+    const started = h.relay.started;
+    for (const protocol of [
+      `realtime, \xc2\xa0openai-insecure-api-key.${other}, openai-insecure-api-key.${key}`,
+      `realtime, \xa0openai-insecure-api-key.${key}, openai-insecure-api-key.${other}`,
+      `openai-insecure-api-key.${key}, openai-insecure-api-key.${other}`,
+    ]) {
+      const c = await openRaw(
+        Number(new URL(h.url).port),
+        Buffer.from(
+          `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Protocol: ${protocol}\r\n\r\n`,
+          'latin1',
+        ),
+      );
+      raw.push(c);
+      expect(await c.waitFor(/\r\n\r\n[\s\S]*\}/, 3_000)).toMatch(/^HTTP\/1\.1 401 /);
+    }
+    expect(h.relay.started).toBe(started);
+  });
+
+  it('a client with its key in Authorization and `realtime` offered: the relay reads that key from the protocol list too, and `realtime` is agreed', async () => {
+    const ws = new WebSocket(`${h.url.replace('http', 'ws')}/v1/realtime?model=${PAID}`, ['realtime'], { headers: { authorization: `Bearer ${key}` } });
+    sessions.push(ws);
+    ws.on('error', () => undefined);
+    await new Promise((resolve) => ws.on('open', resolve));
+    expect(ws.protocol).toBe('realtime');
+    const r = lastRequest(h.relay);
+    expect(r.headers['sec-websocket-protocol']).toBe(`realtime, openai-insecure-api-key.${r.headers.authorization?.slice('Bearer '.length)}`);
+    expect(r.key).toBe(r.headers.authorization?.slice('Bearer '.length));
+  });
+
+  it('a client that leaves before the relay switched is seen at once: logged client_aborted, nothing held, and no session opens when the relay answers', async () => {
+    h.relay.behave((r) => r.url.startsWith('/v1/realtime'), { delayMs: 800 });
+    // The sessions of the tests before have ended, and had their lines.
+    await eventually(async () => expect(await metricReader(h, 'sluice_inflight_requests')()).toBe(0));
+    log.clear();
+    const c = await openRaw(
+      Number(new URL(h.url).port),
+      `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
+    );
+    await h.relay.waitFor((rs) => rs.some((r) => r.url.startsWith('/v1/realtime')), 3_000);
+    c.destroy();
+    await eventually(() => expect(log.requests().map((l) => [l.decision, l.status])).toEqual([['client_aborted', undefined]]));
+    await sleep(1_000);
+    expect(h.relay.webSockets).toBe(0);
+    expect(await metricReader(h, 'sluice_inflight_requests')()).toBe(0);
+  });
+
   it("what is not a WebSocket upgrade is an ordinary request: curl's h2c upgrade of a POST reaches the relay with its body and without Upgrade", async () => {
     const body = JSON.stringify({ model: PAID, messages: [{ role: 'user', content: 'hi' }] });
     const r = await request(h.url, 'POST', '/v1/chat/completions', {
@@ -233,6 +282,26 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions: bounds', () => {
       await eventually(async () => expect(await connections()).toBe(0), { timeoutMs: 4_000 });
     } finally {
       client.destroy();
+      await h.close();
+    }
+  });
+
+  it('a drain cuts an upgrade still waiting for the relay at its deadline: logged drain_deadline, and no session opens after', async () => {
+    const log = capturedLog();
+    const h = await startHarness({ store: 'memory', log: log.log, file: { drainSeconds: 1 } });
+    try {
+      const { key } = await h.createKey('ws-drain-pending');
+      h.relay.behave(() => true, { delayMs: 2_000 });
+      const ws = new WebSocket(`${h.url.replace('http', 'ws')}/v1/realtime?model=${PAID}`, { headers: { authorization: `Bearer ${key}` } });
+      ws.on('error', () => undefined);
+      const closed = new Promise((resolve) => ws.on('close', resolve));
+      await h.relay.waitFor((rs) => rs.length === 1, 3_000);
+      expect((await h.sluice.drain()).forced).toBe(1);
+      await closed;
+      await eventually(() => expect(log.requests().map((l) => [l.decision, l.status])).toEqual([['drain_deadline', undefined]]));
+      await sleep(1_500);
+      expect(h.relay.webSockets).toBe(0);
+    } finally {
       await h.close();
     }
   });
