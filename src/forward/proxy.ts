@@ -352,8 +352,11 @@ function onTunnelRelayClose(this: Duplex & Carrier): void {
   // session, so that its last bytes (a closing frame) reach it whole. Closed at once, with the
   // client's own closing frame unread, the connection would be reset instead.
   if (this.readableEnded) {
-    // What the client still sends has nowhere to go: read and dropped until it closes.
-    state.res.socket?.unpipe(this);
+    // What the client still sends has nowhere to go: read and dropped until it closes (an unpipe
+    // pauses its source, and a paused socket would never show the client's close).
+    const client = state.res.socket;
+    client?.unpipe(this);
+    client?.resume();
     return (state.res as UpgradeResponse).endGently();
   }
   state.finish('admitted', state.status, state.upstreamMs);

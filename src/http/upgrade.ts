@@ -42,14 +42,15 @@ export const EARLY_BYTES_MAX = 64 * 1024;
  * connection until then. Node's server no longer watches this connection, and hands it over
  * paused: it is read here, so that a client that leaves is seen at once (its 'close' closes the
  * response, as on any request: the relay's request is aborted), and what a client sends early is
- * kept for the relay (EARLY_BYTES_MAX). An answer closes the connection once written (no request
- * can follow on it), and at the latest `lingerMs` later: a client that neither reads it nor closes
- * would hold the connection for good.
+ * kept for the relay (EARLY_BYTES_MAX). An answer ends the connection once written (no request
+ * can follow on it), and closes it `lingerMs` after it was handed to the socket at the latest: a
+ * client that neither reads it nor closes would hold the connection for good.
  */
 export class UpgradeResponse extends ServerResponse {
   private early: Buffer[] = [];
   private earlyBytes = 0;
   private readonly lingerMs: number;
+  private ending = false;
 
   constructor(req: IncomingMessage, socket: Duplex, head: Buffer, lingerMs: number) {
     super(req);
@@ -62,7 +63,9 @@ export class UpgradeResponse extends ServerResponse {
     socket.on('data', this.onEarly);
     // No WebSocket client half-closes: one that ends its side before the switch has left.
     socket.on('end', this.onClientEnd);
-    this.on('finish', () => this.endGently());
+    // Once the answer is handed to the socket ('prefinish'), not once the client took it ('finish'):
+    // a client that reads nothing would never let it finish.
+    this.on('prefinish', () => this.endGently());
   }
 
   private readonly onEarly = (chunk: Buffer): void => {
@@ -98,7 +101,8 @@ export class UpgradeResponse extends ServerResponse {
    */
   endGently(): void {
     const socket = this.socket;
-    if (socket === null || socket.destroyed) return;
+    if (socket === null || socket.destroyed || this.ending) return;
+    this.ending = true;
     socket.end();
     const timer = setTimeout(() => socket.destroy(), this.lingerMs).unref();
     socket.once('close', () => clearTimeout(timer));

@@ -21,6 +21,13 @@ import { openRaw, rawConnections } from '../hostile/raw.js';
 
 const PAID = 'vend-flash';
 
+/** A client's WebSocket frame (RFC 6455 §5.2: final, masked), for a payload under 126 bytes. */
+function maskedFrame(opcode: number, payload: Buffer): Buffer {
+  const mask = randomBytes(4);
+  const body = Buffer.from(payload.map((byte, i) => byte ^ mask[i % 4]!));
+  return Buffer.concat([Buffer.from([0x80 | opcode, 0x80 | payload.length]), mask, body]);
+}
+
 /** A session opened with `key` on `h`, resolved once the relay's `session.created` arrived; its frames as they come. */
 async function openSession(
   h: Harness,
@@ -302,6 +309,36 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions: bounds', () => {
       await sleep(1_500);
       expect(h.relay.webSockets).toBe(0);
     } finally {
+      await h.close();
+    }
+  });
+
+  it('a client still sending after the relay ended the session: its close is seen at once, not after the linger', async () => {
+    const log = capturedLog();
+    const h = await startHarness({ store: 'memory', log: log.log, file: { server: { headersTimeoutSeconds: 5 } } });
+    const client = net.connect({ port: Number(new URL(h.url).port), host: '127.0.0.1', allowHalfOpen: true });
+    try {
+      const { key } = await h.createKey('ws-late-sender');
+      let received = Buffer.alloc(0);
+      client.on('data', (b: Buffer) => (received = Buffer.concat([received, b])));
+      client.on('error', () => undefined);
+      client.write(
+        `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
+      );
+      await eventually(() => received.includes('session.created'), { what: 'the session to open' });
+      client.write(maskedFrame(0x1, Buffer.from('{"type":"standin.close"}')));
+      // The relay's closing frame (opcode 8), answered with the client's own: the relay then ends its connection.
+      await eventually(() => received.includes(Buffer.from([0x88])), { what: "the relay's closing frame" });
+      client.write(maskedFrame(0x8, Buffer.from([0x03, 0xe8])));
+      await sleep(300);
+      // Bytes after its close (a client's frames in flight), then its end.
+      client.write(randomBytes(64 * 1024));
+      const ended = Date.now();
+      client.end();
+      await eventually(() => expect(log.requests().map((l) => [l.decision, l.status])).toEqual([['admitted', 101]]), { timeoutMs: 8_000 });
+      expect(Date.now() - ended).toBeLessThan(2_000);
+    } finally {
+      client.destroy();
       await h.close();
     }
   });
