@@ -5,10 +5,11 @@
  * wait for the relay's response headers (`upstream.headersTimeoutSeconds`, 504) and an answer's
  * silences (`upstream.idleTimeoutSeconds`), and tells a
  * process out of descriptors (503 out_of_sockets) from a relay that cannot be reached (502).
+ * A WebSocket upgrade is forwarded the same way; once the relay switches, its session is
+ * tunnel.ts's.
  */
 import type http from 'node:http';
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import { Readable, type Duplex } from 'node:stream';
 import type { Url } from 'node:url';
 import httpProxy from 'http-proxy';
@@ -21,6 +22,7 @@ import type { Outcome } from '../answers/outcome.js';
 import { filterResponseHeaders } from './headers.js';
 import { ExchangeList } from './exchange-list.js';
 import { UpgradeResponse } from '../http/upgrade.js';
+import { Tunnel } from './tunnel.js';
 
 /** How a forwarded exchange ended, in the request path's own vocabulary (src/answers/outcome.ts says what each means). */
 export type ForwardOutcome = Extract<Outcome, 'admitted' | 'client_aborted' | 'upstream_aborted' | 'answer_stalled' | 'upstream_error' | 'upstream_timeout' | 'out_of_sockets'>;
@@ -136,7 +138,7 @@ class ForwarderContext {
         const res = s.res;
         // Bytes wait for the client, or the relay's answer is all in: the client is not reading.
         // (A WebSocket session's silence is both sides': `relay_silent` says the client sent nothing either.)
-        const waiting = s.relaySocket !== null ? (res.socket?.writableLength ?? 0) > 0 : res.writableLength > 0 || s.up?.complete === true;
+        const waiting = s.tunnel !== null ? s.tunnel.clientBehind : res.writableLength > 0 || s.up?.complete === true;
         const reason = waiting ? 'client_not_reading' : 'relay_silent';
         s.finish('answer_stalled', s.status, s.upstreamMs, new Error(`no byte of the answer moved for ${limit / 1000} s`), reason);
         s.up?.destroy();
@@ -176,8 +178,8 @@ class JobState {
   lease: BodyLease | null = null;
   /** What sluice's own answer to it carries (ForwardJob.cors). */
   cors: Fields | undefined = undefined;
-  /** The relay's side of an open WebSocket session. */
-  relaySocket: Duplex | null = null;
+  /** An open WebSocket session (tunnel.ts). */
+  tunnel: Tunnel | null = null;
   switched: (() => void) | undefined = undefined;
 
   constructor(
@@ -198,11 +200,10 @@ class JobState {
     // A relay that answered without reading the whole request body (and stopped reading) would
     // otherwise keep its connection, and the body's unsent bytes in its write queue, forever.
     if (this.proxyReq !== null && !this.proxyReq.writableFinished) this.proxyReq.destroy();
-    if (this.relaySocket !== null) {
+    if (this.tunnel !== null) {
       this.ctx.tunnels.delete(this);
       // A session ends for both sides at once: whichever closed, the other is closed too.
-      this.relaySocket.destroy();
-      this.res.destroy();
+      this.tunnel.close();
     }
     if (this.streaming) this.ctx.openStreams!.dec();
     if (this.done === undefined) return;
@@ -237,7 +238,7 @@ function onClientClose(this: ServerResponse & Carrier): void {
   const state = this[JOB];
   if (!state || this.writableFinished) return;
   // A WebSocket session ends when either side closes its connection: its end, not an abort.
-  if (state.relaySocket !== null) return state.finish('admitted', state.status, state.upstreamMs);
+  if (state.tunnel !== null) return state.finish('admitted', state.status, state.upstreamMs);
   state.proxyReq?.destroy();
   state.finish('client_aborted', state.status, state.upstreamMs);
 }
@@ -290,46 +291,25 @@ function onRelayUpgrade(this: ClientRequest & Carrier, up: IncomingMessage, sock
 }
 
 /**
- * Joins a WebSocket upgrade's client to the relay that switched: the relay's 101 passed on as it
- * wrote it (`Connection` and `Upgrade` included: they are the switch), then bytes both ways,
- * unchanged, with their backpressure, until either side closes (the exchange's end, `admitted`
- * with status 101: its access line comes then). The session counts among the open streams, and
- * its silences (both sides') are bounded by upstream.idleTimeoutSeconds.
+ * Opens the WebSocket session of an upgrade whose relay switched (tunnel.ts). It ends when either
+ * side closes (the exchange's end, `admitted` with status 101: its access line comes then); it
+ * counts among the open streams, and its silences (both sides') are bounded by
+ * upstream.idleTimeoutSeconds.
  */
 function openTunnel(state: JobState, res: UpgradeResponse, up: IncomingMessage, relay: Duplex, relayHead: Buffer): void {
   state.list?.remove(state);
-  const client = res.socket;
-  const clientHead = res.takeEarlyBytes();
-  if (client === null || client.destroyed) {
+  if (res.socket === null || res.socket.destroyed) {
     relay.destroy();
     return state.finish('client_aborted', null, null);
   }
   state.status = 101;
   state.upstreamMs = performance.now() - state.sentAt;
-  state.relaySocket = relay;
+  state.tunnel = new Tunnel(res, relay, up, relayHead, state.extraHeaders ?? {}, {
+    moved: () => void (state.movedAt = performance.now()),
+    ended: () => state.finish('admitted', state.status, state.upstreamMs),
+  });
   state.ctx.tunnels.add(state);
   state.switched?.();
-  // Its 'close' ends the session; an error comes with one.
-  relay.on('error', ignoreError);
-  relay.on('close', onTunnelRelayClose);
-  (relay as Duplex & Carrier)[JOB] = state;
-  // The agent's idle bound stays on a socket it gave up: a session's silences are the sweep's.
-  (relay as Socket).setTimeout(0);
-  let lines = `HTTP/1.1 101 ${up.statusMessage || 'Switching Protocols'}\r\n`;
-  for (let i = 0; i < up.rawHeaders.length; i += 2) lines += `${up.rawHeaders[i]}: ${up.rawHeaders[i + 1]}\r\n`;
-  // sluice's own fields (a free call's RateLimit), where the relay sent none of the same name.
-  const extra = state.extraHeaders ?? {};
-  for (const name in extra) {
-    if (up.headers[name] === undefined) lines += `${name}: ${extra[name]}\r\n`;
-  }
-  client.write(`${lines}\r\n`, 'latin1');
-  if (relayHead.length > 0) client.write(relayHead);
-  if (clientHead.length > 0) relay.write(clientHead);
-  relay.on('data', onTunnelData);
-  client.on('data', onTunnelData);
-  (client as Duplex & Carrier)[JOB] = state;
-  relay.pipe(client);
-  client.pipe(relay);
   if (state.ctx.openStreams !== undefined) {
     state.streaming = true;
     state.ctx.openStreams.inc();
@@ -338,32 +318,6 @@ function openTunnel(state: JobState, res: UpgradeResponse, up: IncomingMessage, 
     state.movedAt = performance.now();
     state.ctx.answering.add(state);
   }
-}
-
-function onTunnelData(this: Duplex & Carrier): void {
-  const state = this[JOB];
-  if (state) state.movedAt = performance.now();
-}
-
-function onTunnelRelayClose(this: Duplex & Carrier): void {
-  const state = this[JOB];
-  if (!state || state.finished) return;
-  // The relay ended its side cleanly (the pipe ends the client's): the client's close ends the
-  // session, so that its last bytes (a closing frame) reach it whole. Closed at once, with the
-  // client's own closing frame unread, the connection would be reset instead.
-  if (this.readableEnded) {
-    // What the client still sends has nowhere to go: read and dropped until it closes (an unpipe
-    // pauses its source, and a paused socket would never show the client's close).
-    const client = state.res.socket;
-    client?.unpipe(this);
-    client?.resume();
-    return (state.res as UpgradeResponse).endGently();
-  }
-  state.finish('admitted', state.status, state.upstreamMs);
-}
-
-function ignoreError(): void {
-  // Its 'close' follows.
 }
 
 const SWITCHED = 'the relay answered 101 Switching Protocols to a request that asked for no protocol switch';
@@ -503,7 +457,7 @@ function onProxyRes(up: IncomingMessage, req: IncomingMessage, res: ServerRespon
 function onProxyError(err: Error, req: IncomingMessage): void {
   const state = (req as WithJob)[JOB];
   // An open WebSocket session ends by its sockets' 'close' alone: nothing HTTP goes onto it.
-  if (!state || state.finished || state.relaySocket !== null) return;
+  if (!state || state.finished || state.tunnel !== null) return;
   const res = state.res;
   if (res.headersSent) {
     res.destroy();
