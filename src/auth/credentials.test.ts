@@ -31,6 +31,10 @@ describe('the key in Sec-WebSocket-Protocol (WebSocket upgrades)', () => {
     expect(presentedKeys(noKey, anywhere, raw(noKey), true)).toEqual(['sk-a']);
     const empty = { authorization: 'Bearer sk-a', 'sec-websocket-protocol': '' };
     expect(presentedKeys(empty, anywhere, raw(empty), true)).toEqual(['sk-a']);
+    // A key that is no token would be split in the rebuilt list: none, on an upgrade only.
+    const comma = { authorization: 'Bearer sk-a-5,x', 'sec-websocket-protocol': 'realtime' };
+    expect(presentedKeys(comma, anywhere, raw(comma), true)).toEqual(['']);
+    expect(presentedKeys(comma, anywhere, raw(comma))).toEqual(['sk-a-5,x']);
     const twice = ['Sec-WebSocket-Protocol', 'openai-insecure-api-key.sk-b', 'Sec-WebSocket-Protocol', 'realtime'];
     expect(presentedKeys({ 'sec-websocket-protocol': 'openai-insecure-api-key.sk-b, realtime' }, anywhere, twice, true)).toEqual(['']);
   });

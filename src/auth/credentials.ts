@@ -57,7 +57,10 @@ export function presentedKeys(headers: IncomingHttpHeaders, rules: CredentialRul
     const v = headers['x-goog-api-key'];
     if (v !== undefined) out.push(single(v, rawHeaders, 'x-goog-api-key'));
   }
-  return out;
+  // On an upgrade the key goes into the relay's Sec-WebSocket-Protocol list too (withProtocolKey):
+  // one that is no token would be split there, and the relay read another (`sk-<key>-5,x` as
+  // `sk-<key>-5`, its channel 5, where sluice judged `5,x`).
+  return webSocket ? out.map((key) => (TOKEN.test(key) ? key : '')) : out;
 }
 
 /**

@@ -19,6 +19,8 @@ export interface TunnelEvents {
 
 export class Tunnel {
   private readonly client: Socket;
+  /** Set once the client ended its side: the relay has the linger to end its own. */
+  private clientEnded: NodeJS.Timeout | null = null;
 
   /**
    * @param relayHead what the relay sent after its 101, in the same read
@@ -51,6 +53,7 @@ export class Tunnel {
     this.client.on('data', events.moved);
     relay.pipe(this.client);
     this.client.pipe(relay);
+    this.client.once('end', this.onClientEnd);
   }
 
   /** Bytes wait for the client: it is not reading. */
@@ -60,9 +63,19 @@ export class Tunnel {
 
   /** Closes both sides at once. */
   close(): void {
+    if (this.clientEnded !== null) clearTimeout(this.clientEnded);
     this.relay.destroy();
     this.res.destroy();
   }
+
+  /**
+   * The client ended its side (the pipe ends the relay's): the relay's close ends the session, and
+   * the linger bounds the wait, as a relay's end bounds the client's (a client that ends its side
+   * has left; a relay that keeps its own open would hold the session to the idle bound, or for good).
+   */
+  private readonly onClientEnd = (): void => {
+    this.clientEnded = setTimeout(this.events.ended, this.res.lingerMs).unref();
+  };
 
   private readonly onRelayClose = (): void => {
     // The relay ended its side cleanly (the pipe ends the client's): the client's close ends the

@@ -33,9 +33,10 @@ export const upgradesSupported: boolean = (() => {
 
 /**
  * Bytes a client may send after its upgrade request, before the relay switched. RFC 6455 has it
- * wait for the switch (none, from any real client); past this the connection is closed.
+ * wait for the switch (none, from any real client); past this the connection is closed. Small:
+ * they are held until the switch (up to upstream.headersTimeoutSeconds), outside the bodies' budget.
  */
-export const EARLY_BYTES_MAX = 64 * 1024;
+export const EARLY_BYTES_MAX = 4 * 1024;
 
 /**
  * A response on an upgrade's socket, for the gateway's answers before the switch, and the
@@ -49,7 +50,8 @@ export const EARLY_BYTES_MAX = 64 * 1024;
 export class UpgradeResponse extends ServerResponse {
   private early: Buffer[] = [];
   private earlyBytes = 0;
-  private readonly lingerMs: number;
+  /** How long an ended connection may linger before it is closed (endGently), in ms. */
+  readonly lingerMs: number;
   private ending = false;
 
   constructor(req: IncomingMessage, socket: Duplex, head: Buffer, lingerMs: number) {

@@ -140,6 +140,44 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
     expect(h.relay.started).toBe(started);
   });
 
+  it('a key that is no token (`sk-<key>-5,x`) is refused on an upgrade: in the protocol list the relay would read `sk-<key>-5`', async () => {
+    const started = h.relay.started;
+    const r = await request(h.url, 'GET', `/v1/realtime?model=${PAID}`, {
+      headers: {
+        authorization: `Bearer ${key}-5,x`,
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': randomBytes(16).toString('base64'),
+        'sec-websocket-protocol': 'realtime',
+      },
+    });
+    expect(r.status).toBe(401);
+    expect(h.relay.started).toBe(started);
+  });
+
+  it('early bytes past 4 KiB before the switch close the connection: logged client_aborted, the relay opens nothing', async () => {
+    h.relay.behave((r) => r.url.startsWith('/v1/realtime'), { delayMs: 500 });
+    await eventually(async () => expect(await metricReader(h, 'sluice_inflight_requests')()).toBe(0));
+    log.clear();
+    const c = await openRaw(
+      Number(new URL(h.url).port),
+      Buffer.concat([
+        Buffer.from(
+          `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
+        ),
+        randomBytes(5 * 1024),
+      ]),
+    );
+    raw.push(c);
+    await c.waitFor(/(?!)/, 2_000);
+    expect(c.closed).toBe(true);
+    expect(c.text()).toBe('');
+    await eventually(() => expect(log.requests().map((l) => l.decision)).toEqual(['client_aborted']));
+    await sleep(700);
+    expect(h.relay.webSockets).toBe(0);
+  });
+
   it('a client with its key in Authorization and `realtime` offered: the relay reads that key from the protocol list too, and `realtime` is agreed', async () => {
     const ws = new WebSocket(`${h.url.replace('http', 'ws')}/v1/realtime?model=${PAID}`, ['realtime'], { headers: { authorization: `Bearer ${key}` } });
     sessions.push(ws);
@@ -340,6 +378,42 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions: bounds', () => {
     } finally {
       client.destroy();
       await h.close();
+    }
+  });
+
+  it('a client that ends its side while the relay keeps its own open: the session ends server.headersTimeoutSeconds later', async () => {
+    // A relay that switches, then neither sends nor closes (it keeps its side open after the client's end).
+    const relaySockets = new Set<net.Socket>();
+    const relay = net.createServer({ allowHalfOpen: true }, (s) => {
+      relaySockets.add(s);
+      s.on('error', () => undefined);
+      s.once('data', () => s.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'));
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const log = capturedLog();
+    const h = await startHarness({
+      store: 'memory',
+      log: log.log,
+      file: { server: { headersTimeoutSeconds: 1 } },
+      env: { SLUICE_UPSTREAM_URL: `http://127.0.0.1:${(relay.address() as net.AddressInfo).port}` },
+    });
+    try {
+      const { key } = await h.createKey('ws-client-ends');
+      const c = await openRaw(
+        Number(new URL(h.url).port),
+        `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
+      );
+      expect(await c.waitFor(/\r\n\r\n/, 3_000)).toMatch(/^HTTP\/1\.1 101 /);
+      const ended = Date.now();
+      c.socket.end();
+      await eventually(() => expect(log.requests().map((l) => [l.decision, l.status])).toEqual([['admitted', 101]]), { timeoutMs: 5_000 });
+      expect(Date.now() - ended).toBeLessThan(3_000);
+      expect(await metricReader(h, 'sluice_open_streams')()).toBe(0);
+      c.destroy();
+    } finally {
+      await h.close();
+      for (const s of relaySockets) s.destroy();
+      await new Promise((resolve) => relay.close(resolve));
     }
   });
 
