@@ -369,6 +369,12 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
     if (ex.b.delayMs !== undefined && ex.b.delayMs > 0) await sleepUnlessClosed(ex, ex.b.delayMs);
     if (ex.closed) return;
     log(`upgrade ${ex.rec.url}`);
+    // Told to answer with these bytes: an answer instead of the switch.
+    if (ex.b.body !== undefined) {
+      const bytes = typeof ex.b.body === 'string' ? Buffer.from(ex.b.body, 'utf8') : ex.b.body;
+      sendRaw(ex, ex.b.status ?? 200, bytes, looksLikeJson(bytes) ? JSON_TYPE : 'application/octet-stream');
+      return;
+    }
     if (await refusedByMiddleware(ex)) return;
     if (ex.dist.kind === 'error') {
       sendJson(ex, ex.dist.status, newApiErrorBody(ex, ex.dist.message));

@@ -9,15 +9,16 @@ import type { HeaderReason } from './reasons.js';
 
 /**
  * The headers that carry a key, on some path or other (contract §5); `authorization` counts
- * everywhere. The one list: forwarding rewrites these (src/forward/headers.ts) and the log
- * redacts them (src/log/index.ts).
+ * everywhere. With PROTOCOL_KEY_HEADER, the fields forwarding rewrites (src/forward/headers.ts)
+ * and the log redacts (src/log/index.ts).
  */
 export const KEY_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key'] as const;
 
 /**
  * The field a WebSocket upgrade may carry its key in, as the entry `openai-insecure-api-key.<key>`
  * (a browser's WebSocket can set no other field; OpenAI's browser client does this). Read on
- * upgrades only (src/http/upgrade.ts); the log redacts it too.
+ * upgrades only (presentedKeys' `webSocket`, set by src/gateway.ts); rewritten by
+ * src/forward/headers.ts; the log redacts it too.
  */
 export const PROTOCOL_KEY_HEADER = 'sec-websocket-protocol';
 const PROTOCOL_KEY_ENTRY = 'openai-insecure-api-key';
@@ -33,7 +34,9 @@ export interface CredentialRules {
  * The key candidates a request presents in headers that count on its path.
  * An empty array means no counting header at all. A header that counts but
  * holds no usable key yields an empty string, which can never authenticate:
- * a wrong key beside a valid one still fails. So does a repeated key header.
+ * a wrong key beside a valid one still fails. So does a repeated key header. On a WebSocket
+ * upgrade (`webSocket`) the `Sec-WebSocket-Protocol` key comes first, and a key that is no token
+ * yields "".
  */
 export function presentedKeys(headers: IncomingHttpHeaders, rules: CredentialRules, rawHeaders: readonly string[], webSocket = false): string[] {
   const out: string[] = [];

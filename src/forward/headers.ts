@@ -78,7 +78,8 @@ export interface OutgoingAuth {
 }
 
 /**
- * Rewrites the client's headers, in place, into what the relay receives: hop-by-hop fields gone,
+ * Rewrites the client's headers, in place, into what the relay receives: hop-by-hop fields gone
+ * (but `Upgrade` and `Connection: Upgrade` on a WebSocket upgrade),
  * `X-Forwarded-For` naming exactly the address sluice decided on, and the key in `Authorization`
  * and in every other key header the client sent.
  *

@@ -61,19 +61,20 @@ export interface ForwardJob {
   /** The relay's CORS fields, which sluice's own answers to this call carry (a cross-origin call). */
   cors?: Fields;
   /**
-   * A WebSocket upgrade (its `res` an UpgradeResponse, src/http/upgrade.ts) whose relay switched:
-   * the session is open (openTunnel), and `done` comes when it ends.
+   * Called once the relay switched on a WebSocket upgrade (its `res` an UpgradeResponse,
+   * src/http/upgrade.ts) and the session opened (openTunnel, tunnel.ts); not when the switch is
+   * refused (the exchange already finished, or sessions cut). `done` comes when the session ends.
    */
   switched?: () => void;
 }
 
 export interface ForwarderOptions extends UpstreamAgentOptions {
   upstream: URL;
-  /** Counts event streams (text/event-stream answers) while they are open. */
+  /** Counts event streams (text/event-stream answers) and WebSocket sessions while they are open. */
   openStreams?: { inc(): void; dec(): void };
   /** Bound on the wait for the relay's response headers, in seconds (0 or absent: none). */
   headersTimeoutSeconds?: number;
-  /** Bound on an answer's silences once its headers are passed on, in seconds (0 or absent: none). */
+  /** Bound on an answer's silences once its headers are passed on, and a WebSocket session's both ways, in seconds (0 or absent: none). */
   idleTimeoutSeconds?: number;
   /** Called when a relay connection could not be opened for want of descriptors. */
   onOutOfSockets?: (err: Error) => void;
@@ -89,7 +90,7 @@ class ForwarderContext {
   readonly waiting = new ExchangeList<JobState>();
   /** Exchanges whose answer is being passed on, watched for silences (WebSocket sessions too). */
   readonly answering = new ExchangeList<JobState>();
-  /** WebSocket sessions open: Node's server neither counts nor closes a connection once switched. */
+  /** WebSocket sessions open: Node's server neither closes nor times out a connection it handed over as an upgrade. */
   readonly tunnels = new Set<JobState>();
   /** Sessions were cut (a drain's deadline, closing): a relay that switches from now on is refused. */
   cut = false;
@@ -170,7 +171,7 @@ class JobState {
   list: ExchangeList<JobState> | null = null;
   prev: JobState | null = null;
   next: JobState | null = null;
-  /** When a byte of the answer last moved: from the relay, or out to a client that had no room. */
+  /** When a byte of the answer last moved: from the relay, or out to a client that had no room; in a session, either way. */
   movedAt = 0;
 
   /** The body to send and what it holds of the budget, until the exchange is handed to http-proxy. */
@@ -277,8 +278,9 @@ function onClientFinish(this: ServerResponse & Carrier): void {
 }
 
 /**
- * The relay switched protocols. On a WebSocket upgrade the session begins (openTunnel). Anywhere
- * else sluice asked for no switch (it strips `Upgrade`): Node's client then emits neither a
+ * The relay switched protocols. On a WebSocket upgrade the session begins (openTunnel); on one
+ * already ended (answered 504, its client gone, or cut at a drain's deadline) the relay's socket
+ * is closed. Anywhere else sluice asked for no switch (it strips `Upgrade`): Node's client then emits neither a
  * response nor an error, only 'upgrade' to a listener (without one it closes the socket in
  * silence), and the client would wait out upstream.headersTimeoutSeconds. Answered 502 at once
  * instead, and the connection closed: what follows on it is no HTTP.
@@ -321,9 +323,10 @@ function openTunnel(state: JobState, res: UpgradeResponse, up: IncomingMessage, 
 }
 
 const SWITCHED = 'the relay answered 101 Switching Protocols to a request that asked for no protocol switch';
+const SWITCHED_LATE = 'the relay switched protocols after the upgrade ended (answered, left, or cut)';
 
 function refuseSwitch(state: JobState): void {
-  refuseInvalid(state, SWITCHED);
+  refuseInvalid(state, state.res instanceof UpgradeResponse ? SWITCHED_LATE : SWITCHED);
 }
 
 /** A relay answer that cannot be passed on: 502 at once, and the relay connection closed. */
@@ -593,13 +596,8 @@ export class Forwarder {
     }
   }
 
-  /** Open WebSocket sessions. */
-  get tunnels(): number {
-    return this.ctx.tunnels.size;
-  }
-
   /**
-   * Closes every open WebSocket session (a drain's deadline): Node's server no longer holds their
+   * Closes every open WebSocket session (a drain's deadline, or closing): Node's server no longer holds their
    * connections, so closing its connections leaves them open. Each ends as a client that left
    * (`client_aborted`, which the drain's deadline makes `drain_deadline`).
    */

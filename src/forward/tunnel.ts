@@ -1,8 +1,9 @@
 /**
  * A WebSocket session: an upgrade's client (src/http/upgrade.ts) joined to the relay that switched.
  * The relay's 101 is passed on as it wrote it (`Connection` and `Upgrade` included: they are the
- * switch), then bytes go both ways, unchanged, with each side's backpressure, until either side
- * closes. The forwarder (proxy.ts) owns the exchange around it: its bounds, its count, its line.
+ * switch; sluice's `extra` fields added where it sent none), then bytes go both ways, unchanged,
+ * with each side's backpressure, until either side closes, or one side ended its half and the
+ * other did not follow within the linger. The forwarder (proxy.ts) owns the exchange around it: its bounds, its count, its line.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';

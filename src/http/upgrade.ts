@@ -2,7 +2,8 @@
  * WebSocket upgrades (`GET /v1/realtime`, OpenAI's Realtime API, which new-api relays). Node's
  * server hands an upgrade to its 'upgrade' listener as a bare socket; here it gets a response the
  * gateway answers on as on any request (a 401, a 429, the relay's own answer when it does not
- * switch). The switch itself is the forwarder's (src/forward/proxy.ts).
+ * switch). The switch itself is the forwarder's (src/forward/proxy.ts; the session,
+ * src/forward/tunnel.ts).
  *
  * Only a GET asking for `websocket`, with no body, is taken as an upgrade (the server's
  * `shouldUpgradeCallback`); any other `Upgrade` (curl's `h2c`) is served as an ordinary request,
@@ -41,7 +42,8 @@ export const EARLY_BYTES_MAX = 4 * 1024;
 /**
  * A response on an upgrade's socket, for the gateway's answers before the switch, and the
  * connection until then. Node's server no longer watches this connection, and hands it over
- * paused: it is read here, so that a client that leaves is seen at once (its 'close' closes the
+ * paused: it is read here, so that a client that leaves is seen at once (its end too: no
+ * WebSocket client half-closes; its 'close' closes the
  * response, as on any request: the relay's request is aborted), and what a client sends early is
  * kept for the relay (EARLY_BYTES_MAX). An answer ends the connection once written (no request
  * can follow on it), and closes it `lingerMs` after it was handed to the socket at the latest: a
@@ -50,7 +52,7 @@ export const EARLY_BYTES_MAX = 4 * 1024;
 export class UpgradeResponse extends ServerResponse {
   private early: Buffer[] = [];
   private earlyBytes = 0;
-  /** How long an ended connection may linger before it is closed (endGently), in ms. */
+  /** How long an ended connection may linger before it is closed (endGently), and a session waits for one side once the other ended (tunnel.ts), in ms. */
   readonly lingerMs: number;
   private ending = false;
 

@@ -12,6 +12,7 @@ import net from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, type RawData } from 'ws';
 import { upgradesSupported } from '../../src/http/upgrade.js';
+import { keyBody } from '../../src/auth/keys.js';
 import { startHarness, useHarness, type Harness } from '../support/harness.js';
 import { request } from '../support/http.js';
 import { capturedLog } from '../support/log.js';
@@ -93,17 +94,20 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
   });
 
   it('a relay that refuses the switch: its answer passed on whole, framed, and the connection closed', async () => {
-    h.relay.behave((r) => r.url.startsWith('/v1/realtime'), { status: 503 });
-    const refused = await new Promise<{ status: number; body: string }>((resolve) => {
-      const ws = new WebSocket(`${h.url.replace('http', 'ws')}/v1/realtime?model=${PAID}`, { headers: { authorization: `Bearer ${key}` } });
-      ws.on('error', () => undefined);
-      ws.on('unexpected-response', (_req, res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
-    });
-    expect(refused).toEqual({ status: 503, body: '' });
+    const busy = '{"error":{"message":"no channel for the model","type":"new_api_error"}}';
+    h.relay.behave((r) => r.url.startsWith('/v1/realtime'), { status: 503, body: busy });
+    const c = await openRaw(
+      Number(new URL(h.url).port),
+      `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
+    );
+    raw.push(c);
+    await c.waitFor(/(?!)/, 3_000);
+    // Closed by sluice once the answer was out, the client doing nothing.
+    expect(c.closed).toBe(true);
+    const [head, body] = c.text().split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 503 /);
+    expect(head).toMatch(new RegExp(`\r\ncontent-length: ${busy.length}\r\n`, 'i'));
+    expect(body).toBe(busy);
     // An upgrade of a route the relay does not switch on: its ordinary answer, whole.
     const list = await request(h.url, 'GET', '/v1/models', {
       headers: {
@@ -185,8 +189,22 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
     await new Promise((resolve) => ws.on('open', resolve));
     expect(ws.protocol).toBe('realtime');
     const r = lastRequest(h.relay);
-    expect(r.headers['sec-websocket-protocol']).toBe(`realtime, openai-insecure-api-key.${r.headers.authorization?.slice('Bearer '.length)}`);
-    expect(r.key).toBe(r.headers.authorization?.slice('Bearer '.length));
+    expect(r.headers['sec-websocket-protocol']).toBe(`realtime, openai-insecure-api-key.sk-${keyBody(key)}`);
+    expect(r.key).toBe(`sk-${keyBody(key)}`);
+  });
+
+  it('what a client sends before the switch (under 4 KiB) reaches the relay once it switched', async () => {
+    const c = await openRaw(
+      Number(new URL(h.url).port),
+      Buffer.concat([
+        Buffer.from(
+          `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
+        ),
+        maskedFrame(0x1, Buffer.from('{"type":"early"}')),
+      ]),
+    );
+    raw.push(c);
+    expect(await c.waitFor(/standin\.echo/, 3_000)).toContain('{\\"type\\":\\"early\\"}');
   });
 
   it('a client that leaves before the relay switched is seen at once: logged client_aborted, nothing held, and no session opens when the relay answers', async () => {
@@ -199,8 +217,11 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
       `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
     );
     await h.relay.waitFor((rs) => rs.some((r) => r.url.startsWith('/v1/realtime')), 3_000);
+    const left = Date.now();
     c.destroy();
-    await eventually(() => expect(log.requests().map((l) => [l.decision, l.status])).toEqual([['client_aborted', undefined]]));
+    await eventually(() => expect(log.requests().map((l) => [l.decision, l.status])).toEqual([['client_aborted', undefined]]), { intervalMs: 20 });
+    // Seen as it happened, not when the relay answered (800 ms on).
+    expect(Date.now() - left).toBeLessThan(500);
     await sleep(1_000);
     expect(h.relay.webSockets).toBe(0);
     expect(await metricReader(h, 'sluice_inflight_requests')()).toBe(0);
@@ -310,7 +331,7 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions: bounds', () => {
     }
   });
 
-  it('a refused upgrade whose client neither reads on nor closes is closed after server.headersTimeoutSeconds', async () => {
+  it('a refused upgrade whose client keeps its side open is closed server.headersTimeoutSeconds after the answer', async () => {
     const h = await startHarness({ store: 'memory', file: { server: { headersTimeoutSeconds: 1 } } });
     const client = net.connect({ port: Number(new URL(h.url).port), host: '127.0.0.1', allowHalfOpen: true });
     try {
@@ -320,11 +341,13 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions: bounds', () => {
       client.write(
         `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong-key-0123456789\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
       );
-      await eventually(() => answer.startsWith('HTTP/1.1 401 '), { what: 'the 401' });
+      await eventually(() => answer.startsWith('HTTP/1.1 401 '), { what: 'the 401', intervalMs: 10 });
+      const answered = Date.now();
       const connections = metricReader(h, 'sluice_open_connections');
       expect(await connections()).toBe(1);
-      // The client keeps its side open: sluice lets go of it all the same.
+      // The client keeps its side open: sluice lets go of it all the same, once the linger is out.
       await eventually(async () => expect(await connections()).toBe(0), { timeoutMs: 4_000 });
+      expect(Date.now() - answered).toBeGreaterThanOrEqual(900);
     } finally {
       client.destroy();
       await h.close();
@@ -408,6 +431,7 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions: bounds', () => {
       c.socket.end();
       await eventually(() => expect(log.requests().map((l) => [l.decision, l.status])).toEqual([['admitted', 101]]), { timeoutMs: 5_000 });
       expect(Date.now() - ended).toBeLessThan(3_000);
+      expect(Date.now() - ended).toBeGreaterThanOrEqual(900);
       expect(await metricReader(h, 'sluice_open_streams')()).toBe(0);
       c.destroy();
     } finally {
