@@ -3,8 +3,9 @@
  *
  * It answers the routes sluice forwards with bodies realistic enough for the official OpenAI,
  * Anthropic and Google GenAI SDKs to parse, records every request it gets, and can be told to
- * misbehave (force a status, delay, stream slowly, die mid-stream, echo bytes). It uses only node
- * built-ins so the demo and the benchmarks can run it without the SDKs installed.
+ * misbehave (force a status, delay, stream slowly, die mid-stream, echo bytes). It uses Node's
+ * built-ins and `ws` (for new-api's Realtime WebSocket route), no SDK, so the demo and the
+ * benchmarks run it with the dev dependencies alone.
  *
  * It does not authenticate: the sidecar does. It records the headers it got, the key new-api's
  * token check would read from them, and the model new-api's distributor would read, and answers as
@@ -370,11 +371,7 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
     if (ex.closed) return;
     log(`upgrade ${ex.rec.url}`);
     // Told to answer with these bytes: an answer instead of the switch.
-    if (ex.b.body !== undefined) {
-      const bytes = typeof ex.b.body === 'string' ? Buffer.from(ex.b.body, 'utf8') : ex.b.body;
-      sendRaw(ex, ex.b.status ?? 200, bytes, looksLikeJson(bytes) ? JSON_TYPE : 'application/octet-stream');
-      return;
-    }
+    if (ex.b.body !== undefined) return sendBody(ex, ex.b.body);
     if (await refusedByMiddleware(ex)) return;
     if (ex.dist.kind === 'error') {
       sendJson(ex, ex.dist.status, newApiErrorBody(ex, ex.dist.message));
@@ -401,11 +398,7 @@ export async function startRelayStandin(opts: RelayStandinOptions = {}): Promise
       sendRaw(ex, b.status ?? 200, rec.body, ct ?? 'application/octet-stream');
       return;
     }
-    if (b.body !== undefined) {
-      const bytes = typeof b.body === 'string' ? Buffer.from(b.body, 'utf8') : b.body;
-      sendRaw(ex, b.status ?? 200, bytes, looksLikeJson(bytes) ? JSON_TYPE : 'application/octet-stream');
-      return;
-    }
+    if (b.body !== undefined) return sendBody(ex, b.body);
     if (await refusedByMiddleware(ex)) return;
     const ans = defaultAnswer(ex, b.sseEvents ?? DEFAULT_SSE_EVENTS);
     if (ans.kind === 'json') {
@@ -546,6 +539,12 @@ function sendRaw(ex: Exchange, status: number, body: Buffer, contentType: string
     return;
   }
   ex.res.end(body);
+}
+
+/** The behaviour's `body`, with its status (200 unless told), typed JSON when it looks like JSON. */
+function sendBody(ex: Exchange, body: Buffer | string): void {
+  const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+  sendRaw(ex, ex.b.status ?? 200, bytes, looksLikeJson(bytes) ? JSON_TYPE : 'application/octet-stream');
 }
 
 function sendJson(ex: Exchange, status: number, value: unknown): void {

@@ -22,6 +22,17 @@ import { openRaw, rawConnections } from '../hostile/raw.js';
 
 const PAID = 'vend-flash';
 
+/** A WebSocket upgrade of `/v1/realtime` as a client writes it, `fields` (each ending in CRLF) among its headers. */
+function upgradeRequest(fields: string): string {
+  return `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\n${fields}Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`;
+}
+const bearer = (key: string): string => `Authorization: Bearer ${key}\r\n`;
+
+/** The fields that make a request a WebSocket upgrade, for `request()`. */
+function upgradeFields(): Record<string, string> {
+  return { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64') };
+}
+
 /** A client's WebSocket frame (RFC 6455 §5.2: final, masked), for a payload under 126 bytes. */
 function maskedFrame(opcode: number, payload: Buffer): Buffer {
   const mask = randomBytes(4);
@@ -96,10 +107,7 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
   it('a relay that refuses the switch: its answer passed on whole, framed, and the connection closed', async () => {
     const busy = '{"error":{"message":"no channel for the model","type":"new_api_error"}}';
     h.relay.behave((r) => r.url.startsWith('/v1/realtime'), { status: 503, body: busy });
-    const c = await openRaw(
-      Number(new URL(h.url).port),
-      `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
-    );
+    const c = await openRaw(Number(new URL(h.url).port), upgradeRequest(bearer(key)));
     raw.push(c);
     await c.waitFor(/(?!)/, 3_000);
     // Closed by sluice once the answer was out, the client doing nothing.
@@ -112,10 +120,7 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
     const list = await request(h.url, 'GET', '/v1/models', {
       headers: {
         authorization: `Bearer ${key}`,
-        connection: 'Upgrade',
-        upgrade: 'websocket',
-        'sec-websocket-version': '13',
-        'sec-websocket-key': randomBytes(16).toString('base64'),
+        ...upgradeFields(),
       },
     });
     expect(list.status).toBe(200);
@@ -131,13 +136,7 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
       `realtime, \xa0openai-insecure-api-key.${key}, openai-insecure-api-key.${other}`,
       `openai-insecure-api-key.${key}, openai-insecure-api-key.${other}`,
     ]) {
-      const c = await openRaw(
-        Number(new URL(h.url).port),
-        Buffer.from(
-          `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Protocol: ${protocol}\r\n\r\n`,
-          'latin1',
-        ),
-      );
+      const c = await openRaw(Number(new URL(h.url).port), Buffer.from(upgradeRequest(`Sec-WebSocket-Protocol: ${protocol}\r\n`), 'latin1'));
       raw.push(c);
       expect(await c.waitFor(/\r\n\r\n[\s\S]*\}/, 3_000)).toMatch(/^HTTP\/1\.1 401 /);
     }
@@ -149,10 +148,7 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
     const r = await request(h.url, 'GET', `/v1/realtime?model=${PAID}`, {
       headers: {
         authorization: `Bearer ${key}-5,x`,
-        connection: 'Upgrade',
-        upgrade: 'websocket',
-        'sec-websocket-version': '13',
-        'sec-websocket-key': randomBytes(16).toString('base64'),
+        ...upgradeFields(),
         'sec-websocket-protocol': 'realtime',
       },
     });
@@ -164,15 +160,7 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
     h.relay.behave((r) => r.url.startsWith('/v1/realtime'), { delayMs: 500 });
     await eventually(async () => expect(await metricReader(h, 'sluice_inflight_requests')()).toBe(0));
     log.clear();
-    const c = await openRaw(
-      Number(new URL(h.url).port),
-      Buffer.concat([
-        Buffer.from(
-          `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
-        ),
-        randomBytes(5 * 1024),
-      ]),
-    );
+    const c = await openRaw(Number(new URL(h.url).port), Buffer.concat([Buffer.from(upgradeRequest(bearer(key))), randomBytes(5 * 1024)]));
     raw.push(c);
     await c.waitFor(/(?!)/, 2_000);
     expect(c.closed).toBe(true);
@@ -180,6 +168,18 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
     await eventually(() => expect(log.requests().map((l) => l.decision)).toEqual(['client_aborted']));
     await sleep(700);
     expect(h.relay.webSockets).toBe(0);
+  });
+
+  it('a flood of upgrades with wrong keys: each refused before the relay, every connection let go', async () => {
+    const started = h.relay.started;
+    const port = Number(new URL(h.url).port);
+    const flood = await Promise.all(Array.from({ length: 100 }, () => openRaw(port, upgradeRequest(bearer(`sk-${randomBytes(24).toString('hex')}`)))));
+    raw.push(...flood);
+    const answers = await Promise.all(flood.map((c) => c.waitFor(/\r\n\r\n/, 5_000)));
+    // 401, or 503 where the replica's ceiling on lookups of unknown keys held one back.
+    for (const text of answers) expect(text).toMatch(/^HTTP\/1\.1 (401|503) /);
+    expect(h.relay.started).toBe(started);
+    await eventually(async () => expect(await metricReader(h, 'sluice_open_connections')()).toBe(0));
   });
 
   it('a client with its key in Authorization and `realtime` offered: the relay reads that key from the protocol list too, and `realtime` is agreed', async () => {
@@ -194,15 +194,7 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
   });
 
   it('what a client sends before the switch (under 4 KiB) reaches the relay once it switched', async () => {
-    const c = await openRaw(
-      Number(new URL(h.url).port),
-      Buffer.concat([
-        Buffer.from(
-          `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
-        ),
-        maskedFrame(0x1, Buffer.from('{"type":"early"}')),
-      ]),
-    );
+    const c = await openRaw(Number(new URL(h.url).port), Buffer.concat([Buffer.from(upgradeRequest(bearer(key))), maskedFrame(0x1, Buffer.from('{"type":"early"}'))]));
     raw.push(c);
     expect(await c.waitFor(/standin\.echo/, 3_000)).toContain('{\\"type\\":\\"early\\"}');
   });
@@ -212,10 +204,7 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
     // The sessions of the tests before have ended, and had their lines.
     await eventually(async () => expect(await metricReader(h, 'sluice_inflight_requests')()).toBe(0));
     log.clear();
-    const c = await openRaw(
-      Number(new URL(h.url).port),
-      `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
-    );
+    const c = await openRaw(Number(new URL(h.url).port), upgradeRequest(bearer(key)));
     await h.relay.waitFor((rs) => rs.some((r) => r.url.startsWith('/v1/realtime')), 3_000);
     const left = Date.now();
     c.destroy();
@@ -246,7 +235,7 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
     const c = await openRaw(
       Number(new URL(h.url).port),
       `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
-        `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
+        upgradeRequest(bearer(key)),
     );
     raw.push(c);
     await c.waitFor(/(?!)/, 2_000);
@@ -263,10 +252,7 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions through sluice', () => {
       const r = await request(dead.url, 'GET', `/v1/realtime?model=${PAID}`, {
         headers: {
           authorization: `Bearer ${k}`,
-          connection: 'Upgrade',
-          upgrade: 'websocket',
-          'sec-websocket-version': '13',
-          'sec-websocket-key': randomBytes(16).toString('base64'),
+          ...upgradeFields(),
         },
       });
       expect(r.status).toBe(502);
@@ -338,9 +324,7 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions: bounds', () => {
       let answer = '';
       client.on('data', (b: Buffer) => (answer += b.toString('latin1')));
       client.on('error', () => undefined);
-      client.write(
-        `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong-key-0123456789\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
-      );
+      client.write(upgradeRequest(bearer('sk-wrong-key-0123456789')));
       await eventually(() => answer.startsWith('HTTP/1.1 401 '), { what: 'the 401', intervalMs: 10 });
       const answered = Date.now();
       const connections = metricReader(h, 'sluice_open_connections');
@@ -383,9 +367,7 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions: bounds', () => {
       let received = Buffer.alloc(0);
       client.on('data', (b: Buffer) => (received = Buffer.concat([received, b])));
       client.on('error', () => undefined);
-      client.write(
-        `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
-      );
+      client.write(upgradeRequest(bearer(key)));
       await eventually(() => received.includes('session.created'), { what: 'the session to open' });
       client.write(maskedFrame(0x1, Buffer.from('{"type":"standin.close"}')));
       // The relay's closing frame (opcode 8), answered with the client's own: the relay then ends its connection.
@@ -422,10 +404,7 @@ describe.skipIf(!upgradesSupported)('WebSocket sessions: bounds', () => {
     });
     try {
       const { key } = await h.createKey('ws-client-ends');
-      const c = await openRaw(
-        Number(new URL(h.url).port),
-        `GET /v1/realtime?model=${PAID} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
-      );
+      const c = await openRaw(Number(new URL(h.url).port), upgradeRequest(bearer(key)));
       expect(await c.waitFor(/\r\n\r\n/, 3_000)).toMatch(/^HTTP\/1\.1 101 /);
       const ended = Date.now();
       c.socket.end();
